@@ -1,0 +1,141 @@
+package main
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/berthdev/berth/client"
+	"github.com/berthdev/berth/internal/agent"
+	"github.com/berthdev/berth/internal/apitype"
+)
+
+// Exit codes for commands that did not exit by themselves, as timeout(1)
+// and shells use them.
+const (
+	exitTimedOut    = 124
+	exitNotStarted  = 127
+	exitCanceled    = 130
+	exitInterrupted = 125
+)
+
+func (a *app) execCommand() *cobra.Command {
+	var (
+		cwd         string
+		env         []string
+		timeout     time.Duration
+		interactive bool
+	)
+	cmd := &cobra.Command{
+		Use:   "exec SANDBOX -- COMMAND [ARG...]",
+		Short: "Run a command in a sandbox, stream its output and exit with its code",
+		Long: `Run a command in a sandbox. Output streams as it is produced; berth exits with
+the command's exit code (128+N when killed by signal N, 124 on timeout, 127
+when it could not start). Use sh -c '...' for shell syntax. With -i, standard
+input is forwarded to the command.`,
+		Args: cobra.MinimumNArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			envMap, err := parseKV(env, "--env")
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			sbID := args[0]
+			req := apitype.CreateCommandRequest{Argv: args[1:], Cwd: cwd, Env: envMap, TimeoutMS: timeout.Milliseconds(), StdinOpen: interactive}
+			rec, err := c.Exec(ctx, sbID, req)
+			if err != nil {
+				return err
+			}
+			if interactive {
+				go a.forwardStdin(ctx, c, sbID, rec.ID)
+			}
+			final, err := c.Stream(ctx, sbID, rec.ID, 0, 0, func(ev client.Event) error {
+				data := []byte(ev.Data)
+				if ev.DataBase64 != "" {
+					data, _ = base64.StdEncoding.DecodeString(ev.DataBase64)
+				}
+				switch ev.Name {
+				case "stdout":
+					_, err := a.stdout.Write(data)
+					return err
+				case "stderr":
+					_, err := a.stderr.Write(data)
+					return err
+				}
+				return nil
+			})
+			if err != nil {
+				if ctx.Err() != nil {
+					// Interrupted here: stop the command there too.
+					cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+					_, _ = c.Cancel(cctx, sbID, rec.ID)
+					cancel()
+					return exitError{exitCanceled}
+				}
+				return err
+			}
+			return a.exitFor(final)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cwd, "cwd", "", "working directory, relative to the workspace")
+	f.StringArrayVarP(&env, "env", "e", nil, "environment variable KEY=VALUE (repeatable)")
+	f.DurationVar(&timeout, "timeout", 0, "kill the command after this long (default: the daemon's)")
+	f.BoolVarP(&interactive, "interactive", "i", false, "forward standard input")
+	return cmd
+}
+
+// exitFor maps a finished command to berth's exit code, printing why when
+// the command did not simply exit.
+func (a *app) exitFor(c *apitype.Command) error {
+	switch {
+	case c.Status == apitype.CommandExited && c.ExitCode != nil:
+		if *c.ExitCode == 0 {
+			return nil
+		}
+		return exitError{*c.ExitCode}
+	case c.Status == apitype.CommandExited && c.Signal != "":
+		fmt.Fprintf(a.stderr, "berth: command killed by %s\n", c.Signal)
+		return exitError{128 + agent.SignalNumber(c.Signal)}
+	case c.Status == apitype.CommandTimedOut:
+		fmt.Fprintf(a.stderr, "berth: command timed out after %dms\n", c.TimeoutMS)
+		return exitError{exitTimedOut}
+	case c.Status == apitype.CommandCanceled:
+		fmt.Fprintln(a.stderr, "berth: command canceled")
+		return exitError{exitCanceled}
+	case c.Status == apitype.CommandFailed:
+		fmt.Fprintf(a.stderr, "berth: command failed: %s\n", c.Reason)
+		return exitError{exitNotStarted}
+	}
+	fmt.Fprintf(a.stderr, "berth: command %s: %s\n", c.Status, c.Reason)
+	return exitError{exitInterrupted}
+}
+
+// forwardStdin copies the CLI's standard input to the command, then closes
+// the command's.
+func (a *app) forwardStdin(ctx context.Context, c *client.Client, sbID, cmdID string) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := a.stdin.Read(buf)
+		if n > 0 {
+			req := apitype.StdinRequest{DataBase64: base64.StdEncoding.EncodeToString(buf[:n])}
+			if c.Stdin(ctx, sbID, cmdID, req) != nil {
+				return
+			}
+		}
+		if err != nil {
+			if err == io.EOF {
+				_ = c.Stdin(ctx, sbID, cmdID, apitype.StdinRequest{EOF: true})
+			}
+			return
+		}
+	}
+}

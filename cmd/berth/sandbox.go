@@ -1,0 +1,146 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/berthdev/berth/internal/apitype"
+)
+
+func (a *app) printJSON(v any) error {
+	enc := json.NewEncoder(a.stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func parseKV(pairs []string, what string) (map[string]string, error) {
+	if len(pairs) == 0 {
+		return nil, nil
+	}
+	m := make(map[string]string, len(pairs))
+	for _, p := range pairs {
+		k, v, ok := strings.Cut(p, "=")
+		if !ok || k == "" {
+			return nil, usageError{fmt.Errorf("%s %q must be KEY=VALUE", what, p)}
+		}
+		m[k] = v
+	}
+	return m, nil
+}
+
+func (a *app) sandboxCommand() *cobra.Command {
+	cmd := &cobra.Command{Use: "sandbox", Aliases: []string{"sandboxes", "sb"}, Short: "Create, list, inspect and delete sandboxes"}
+
+	var runtime, name string
+	var env, labels []string
+	var asJSON bool
+	create := &cobra.Command{
+		Use:   "create",
+		Short: "Create a sandbox and print its id",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			envMap, err := parseKV(env, "--env")
+			if err != nil {
+				return err
+			}
+			labelMap, err := parseKV(labels, "--label")
+			if err != nil {
+				return err
+			}
+			sb, err := c.CreateSandbox(cmd.Context(), apitype.CreateSandboxRequest{Runtime: runtime, Name: name, Env: envMap, Labels: labelMap})
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return a.printJSON(sb)
+			}
+			fmt.Fprintln(a.stdout, sb.ID)
+			return nil
+		},
+	}
+	create.Flags().StringVar(&runtime, "runtime", "", "runtime: process (default: the daemon's)")
+	create.Flags().StringVar(&name, "name", "", "unique name; an existing sandbox with it is returned")
+	create.Flags().StringArrayVarP(&env, "env", "e", nil, "environment variable KEY=VALUE (repeatable)")
+	create.Flags().StringArrayVarP(&labels, "label", "l", nil, "label KEY=VALUE (repeatable)")
+	create.Flags().BoolVar(&asJSON, "json", false, "print the whole record as JSON")
+
+	var lsJSON bool
+	ls := &cobra.Command{
+		Use:     "ls",
+		Aliases: []string{"list"},
+		Short:   "List sandboxes",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			list, err := c.ListSandboxes(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if lsJSON {
+				return a.printJSON(list)
+			}
+			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tNAME\tRUNTIME\tSTATE\tCREATED")
+			for _, sb := range list {
+				state := sb.State
+				if sb.Reason != "" {
+					state += " (" + sb.Reason + ")"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", sb.ID, sb.Name, sb.Runtime, state, sb.CreatedAt.Local().Format(time.DateTime))
+			}
+			return tw.Flush()
+		},
+	}
+	ls.Flags().BoolVar(&lsJSON, "json", false, "print JSON")
+
+	get := &cobra.Command{
+		Use:   "get SANDBOX",
+		Short: "Print a sandbox as JSON",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			sb, err := c.GetSandbox(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			return a.printJSON(sb)
+		},
+	}
+
+	rm := &cobra.Command{
+		Use:     "rm SANDBOX...",
+		Aliases: []string{"delete"},
+		Short:   "Delete sandboxes and everything in them",
+		Args:    cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			for _, id := range args {
+				if err := c.DeleteSandbox(cmd.Context(), id); err != nil {
+					return err
+				}
+				fmt.Fprintln(a.stdout, id)
+			}
+			return nil
+		},
+	}
+	cmd.AddCommand(create, ls, get, rm)
+	return cmd
+}

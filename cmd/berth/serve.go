@@ -1,0 +1,124 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/berthdev/berth/internal/agent"
+	"github.com/berthdev/berth/internal/daemon"
+	"github.com/berthdev/berth/internal/sandbox"
+)
+
+func (a *app) serveCommand() *cobra.Command {
+	var (
+		listen, logFormat, logLevel           string
+		maxSandboxes, maxCommands, maxHistory int
+		commandTimeout, maxCommandTimeout     time.Duration
+		outputCap, maxUpload                  = sizeValue(agent.DefaultOutputCap), sizeValue(agent.DefaultMaxUpload)
+	)
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the Berth daemon",
+		Long: `Run the Berth daemon with embedded defaults: SQLite in the data directory and
+sandboxes on this machine. Every flag has a BERTH_* environment equivalent
+(--max-upload is BERTH_MAX_UPLOAD). SIGTERM or SIGINT shut it down gracefully;
+sandboxes keep running and are re-adopted by the next start.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := a.bindEnv(cmd.Flags()); err != nil {
+				return err
+			}
+			log, err := newLogger(a.stderr, logFormat, logLevel)
+			if err != nil {
+				return usageError{err}
+			}
+			return daemon.Run(cmd.Context(), daemon.Config{
+				DataDir: a.dataDir(), Listen: listen, Version: version,
+				MaxSandboxes: maxSandboxes, MaxCommands: maxCommands, MaxHistory: maxHistory,
+				OutputCap: int64(outputCap), MaxUpload: int64(maxUpload),
+				DefaultTimeout: commandTimeout, MaxTimeout: maxCommandTimeout,
+				Logger: log,
+			})
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&listen, "listen", "127.0.0.1:7070", "address to serve the API on")
+	f.StringVar(&logFormat, "log-format", "text", "log format: text or json")
+	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	f.IntVar(&maxSandboxes, "max-sandboxes", sandbox.DefaultMaxSandboxes, "most sandboxes at once")
+	f.IntVar(&maxCommands, "max-commands", agent.DefaultMaxCommands, "most concurrent commands per sandbox")
+	f.IntVar(&maxHistory, "max-history", agent.DefaultMaxHistory, "finished commands retained per sandbox")
+	f.Var(&outputCap, "output-cap", "output retained per command stream (bytes past it are counted, not kept)")
+	f.Var(&maxUpload, "max-upload", "largest file upload")
+	f.DurationVar(&commandTimeout, "command-timeout", sandbox.DefaultCommandTimeout, "default command timeout")
+	f.DurationVar(&maxCommandTimeout, "max-command-timeout", sandbox.DefaultMaxTimeout, "largest timeout a command may ask for")
+	return cmd
+}
+
+func newLogger(w interface{ Write([]byte) (int, error) }, format, level string) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level: %q is not debug, info, warn or error", level)
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, fmt.Errorf("--log-format: %q is not text or json", format)
+}
+
+// agentCommand runs the in-sandbox agent. The daemon starts it; people
+// don't.
+func (a *app) agentCommand() *cobra.Command {
+	var cfg agent.Config
+	var tokenFD, readyFD int
+	var outputCap, maxUpload sizeValue
+	cmd := &cobra.Command{
+		Use:    "agent",
+		Short:  "Run the in-sandbox agent (started by the daemon)",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if tokenFD > 0 {
+				f := os.NewFile(uintptr(tokenFD), "token")
+				line, err := bufio.NewReader(f).ReadString('\n')
+				f.Close()
+				if err != nil {
+					return fmt.Errorf("reading token from fd %d: %w", tokenFD, err)
+				}
+				cfg.Token = strings.TrimSpace(line)
+			}
+			if readyFD > 0 {
+				cfg.Ready = os.NewFile(uintptr(readyFD), "ready")
+			}
+			cfg.OutputCap, cfg.MaxUpload = int64(outputCap), int64(maxUpload)
+			cfg.Logger = slog.New(slog.NewTextHandler(a.stderr, nil)).With("agent_pid", strconv.Itoa(os.Getpid()))
+			ag, err := agent.New(cfg)
+			if err != nil {
+				return err
+			}
+			return ag.Run(cmd.Context())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cfg.Socket, "socket", "", "unix socket to listen on")
+	f.StringVar(&cfg.Workspace, "workspace", "", "workspace directory")
+	f.StringVar(&cfg.StateDir, "state", "", "state directory")
+	f.Var(&outputCap, "output-cap", "output retained per stream")
+	f.IntVar(&cfg.MaxCommands, "max-commands", 0, "most concurrent commands")
+	f.IntVar(&cfg.MaxHistory, "max-history", 0, "finished commands retained")
+	f.Var(&maxUpload, "max-upload", "largest upload")
+	f.IntVar(&tokenFD, "token-fd", 0, "file descriptor to read the token from")
+	f.IntVar(&readyFD, "ready-fd", 0, "file descriptor to report readiness on")
+	return cmd
+}

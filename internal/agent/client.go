@@ -1,0 +1,143 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/berthdev/berth/internal/apitype"
+	"github.com/berthdev/berth/internal/errcode"
+	"github.com/berthdev/berth/internal/wire"
+)
+
+// Client talks to one agent over its unix socket. It is safe for
+// concurrent use.
+type Client struct {
+	socket string
+	token  string
+	hc     *http.Client
+}
+
+// NewClient returns a client for the agent listening on socket.
+func NewClient(socket, token string) *Client {
+	tr := &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return dialUnix(ctx, socket)
+		},
+		MaxIdleConns:        32,
+		MaxIdleConnsPerHost: 32,
+		IdleConnTimeout:     90 * time.Second,
+		DisableCompression:  true,
+	}
+	return &Client{socket: socket, token: token, hc: &http.Client{Transport: tr}}
+}
+
+// Close releases idle connections.
+func (c *Client) Close() { c.hc.CloseIdleConnections() }
+
+// Transport returns the round tripper, for proxying requests to the agent.
+func (c *Client) Transport() http.RoundTripper { return c.hc.Transport }
+
+// Token returns the bearer token the agent expects.
+func (c *Client) Token() string { return c.token }
+
+// Do sends a request to the agent and returns the response if its status
+// is below 400, or the decoded error.
+func (c *Client) Do(ctx context.Context, method, path string, q url.Values, body io.Reader) (*http.Response, error) {
+	u := "http://agent" + path
+	if len(q) > 0 {
+		u += "?" + q.Encode()
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, body)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, errcode.Wrap(errcode.Unavailable, err, "sandbox agent is not answering")
+	}
+	if resp.StatusCode >= 400 {
+		defer resp.Body.Close()
+		return nil, wire.ErrorFromResponse(resp)
+	}
+	return resp, nil
+}
+
+func (c *Client) doJSON(ctx context.Context, method, path string, q url.Values, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		body = bytes.NewReader(b)
+	}
+	resp, err := c.Do(ctx, method, path, q, body)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if out == nil {
+		_, _ = io.Copy(io.Discard, resp.Body)
+		return nil
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return fmt.Errorf("decoding agent response: %w", err)
+	}
+	return nil
+}
+
+// Ping checks that the agent answers and returns its PID.
+func (c *Client) Ping(ctx context.Context) (int, error) {
+	var out struct {
+		PID int `json:"pid"`
+	}
+	err := c.doJSON(ctx, http.MethodGet, "/v1/ping", nil, nil, &out)
+	return out.PID, err
+}
+
+// Start starts a command.
+func (c *Client) Start(ctx context.Context, req StartRequest) (apitype.Command, error) {
+	var out apitype.Command
+	err := c.doJSON(ctx, http.MethodPost, "/v1/commands", nil, req, &out)
+	return out, err
+}
+
+// Command reads a command record; q carries wait_ms, offsets, max_bytes.
+func (c *Client) Command(ctx context.Context, id string, q url.Values) (apitype.Command, error) {
+	var out apitype.Command
+	err := c.doJSON(ctx, http.MethodGet, "/v1/commands/"+url.PathEscape(id), q, nil, &out)
+	return out, err
+}
+
+// Commands lists the agent's commands, newest first, without output.
+func (c *Client) Commands(ctx context.Context) ([]apitype.Command, error) {
+	var out apitype.CommandList
+	err := c.doJSON(ctx, http.MethodGet, "/v1/commands", nil, nil, &out)
+	return out.Commands, err
+}
+
+// Forget drops a finished command's record and output.
+func (c *Client) Forget(ctx context.Context, id string) error {
+	return c.doJSON(ctx, http.MethodDelete, "/v1/commands/"+url.PathEscape(id), nil, nil, nil)
+}
+
+// Cancel kills a command's process group and returns its record.
+func (c *Client) Cancel(ctx context.Context, id string) (apitype.Command, error) {
+	var out apitype.Command
+	err := c.doJSON(ctx, http.MethodPost, "/v1/commands/"+url.PathEscape(id)+"/cancel", nil, nil, &out)
+	return out, err
+}

@@ -1,0 +1,238 @@
+// Package apitype holds the JSON wire types of Berth's HTTP API. They are
+// shared by the server (internal/httpapi), the in-sandbox agent protocol and
+// the public Go client, and never contain domain structs.
+//
+// Conventions: snake_case names, RFC 3339 UTC times, opaque prefixed IDs.
+package apitype
+
+import "time"
+
+// ErrorBody is the one shape of every error response.
+type ErrorBody struct {
+	Error ErrorDetail `json:"error"`
+}
+
+// ErrorDetail describes an error. Code is coarse and stable; Reason, when
+// set, is the specific cause a client can branch on.
+type ErrorDetail struct {
+	Code      string            `json:"code"`
+	Reason    string            `json:"reason,omitempty"`
+	Message   string            `json:"message"`
+	RequestID string            `json:"request_id,omitempty"`
+	Problems  map[string]string `json:"problems,omitempty"`
+}
+
+// Sandbox states.
+const (
+	StatePending    = "pending"
+	StateStarting   = "starting"
+	StateRunning    = "running"
+	StateStopping   = "stopping"
+	StateTerminated = "terminated"
+	StateFailed     = "failed"
+)
+
+// CreateSandboxRequest is the body of POST /v1/sandboxes.
+type CreateSandboxRequest struct {
+	Runtime string            `json:"runtime,omitempty"`
+	Name    string            `json:"name,omitempty"`
+	Env     map[string]string `json:"env,omitempty"`
+	Labels  map[string]string `json:"labels,omitempty"`
+}
+
+// Sandbox is a sandbox as the API shows it. Environment values are not
+// echoed back: they often hold credentials.
+type Sandbox struct {
+	ID        string            `json:"id"`
+	Name      string            `json:"name,omitempty"`
+	Runtime   string            `json:"runtime"`
+	State     string            `json:"state"`
+	Reason    string            `json:"reason,omitempty"`
+	Labels    map[string]string `json:"labels,omitempty"`
+	EnvKeys   []string          `json:"env_keys,omitempty"`
+	Workspace string            `json:"workspace"`
+	CreatedAt time.Time         `json:"created_at"`
+	UpdatedAt time.Time         `json:"updated_at"`
+}
+
+// SandboxList is the body of GET /v1/sandboxes.
+type SandboxList struct {
+	Sandboxes []Sandbox `json:"sandboxes"`
+}
+
+// Command statuses.
+const (
+	CommandRunning     = "running"
+	CommandExited      = "exited"
+	CommandFailed      = "failed"
+	CommandCanceled    = "canceled"
+	CommandTimedOut    = "timed_out"
+	CommandInterrupted = "interrupted"
+)
+
+// CreateCommandRequest is the body of POST /v1/sandboxes/{id}/commands.
+// Exactly one of Command (run by /bin/sh -c) and Argv must be set.
+type CreateCommandRequest struct {
+	Command   string            `json:"command,omitempty"`
+	Argv      []string          `json:"argv,omitempty"`
+	Cwd       string            `json:"cwd,omitempty"`
+	Env       map[string]string `json:"env,omitempty"`
+	TimeoutMS int64             `json:"timeout_ms,omitempty"`
+	// Stdin is written to the command's standard input. Unless StdinOpen
+	// is set, standard input is closed after it.
+	Stdin     string `json:"stdin,omitempty"`
+	StdinOpen bool   `json:"stdin_open,omitempty"`
+}
+
+// Command is a command record with a window of its output.
+//
+// Offsets are byte offsets into the command's whole output stream. Stdout
+// holds the bytes from StdoutOffset up to NextStdoutOffset; pass the latter
+// back to continue. Output past the retention cap is dropped and marked by
+// StdoutTruncated; StdoutBytes counts everything the command wrote.
+type Command struct {
+	ID         string     `json:"id"`
+	SandboxID  string     `json:"sandbox_id,omitempty"`
+	Status     string     `json:"status"`
+	Reason     string     `json:"reason,omitempty"`
+	Command    string     `json:"command,omitempty"`
+	Argv       []string   `json:"argv"`
+	Cwd        string     `json:"cwd,omitempty"`
+	TimeoutMS  int64      `json:"timeout_ms"`
+	ExitCode   *int       `json:"exit_code,omitempty"`
+	Signal     string     `json:"signal,omitempty"`
+	PID        int        `json:"pid,omitempty"`
+	StartedAt  time.Time  `json:"started_at"`
+	FinishedAt *time.Time `json:"finished_at,omitempty"`
+
+	Stdout           string `json:"stdout"`
+	Stderr           string `json:"stderr"`
+	Encoding         string `json:"encoding,omitempty"`
+	StdoutOffset     int64  `json:"stdout_offset"`
+	StderrOffset     int64  `json:"stderr_offset"`
+	NextStdoutOffset int64  `json:"next_stdout_offset"`
+	NextStderrOffset int64  `json:"next_stderr_offset"`
+	StdoutBytes      int64  `json:"stdout_bytes"`
+	StderrBytes      int64  `json:"stderr_bytes"`
+	StdoutTruncated  bool   `json:"stdout_truncated"`
+	StderrTruncated  bool   `json:"stderr_truncated"`
+}
+
+// Done reports whether the command has finished, whatever the outcome.
+func (c *Command) Done() bool { return c.Status != "" && c.Status != CommandRunning }
+
+// CommandList is the body of GET /v1/sandboxes/{id}/commands.
+type CommandList struct {
+	Commands []Command `json:"commands"`
+}
+
+// StdinRequest is the body of POST .../commands/{cid}/stdin.
+type StdinRequest struct {
+	Data string `json:"data,omitempty"`
+	// DataBase64 carries binary input; it is written after Data.
+	DataBase64 string `json:"data_base64,omitempty"`
+	// EOF closes standard input after the data is written.
+	EOF bool `json:"eof,omitempty"`
+}
+
+// StreamEvent is the data of one Server-Sent Event on a command stream.
+// Event names are "stdout", "stderr" and "exit"; output events carry Data
+// (or DataBase64 for bytes that are not UTF-8) and the Offset at which it
+// starts; the exit event carries the final Command record without output.
+type StreamEvent struct {
+	Offset     int64    `json:"offset,omitempty"`
+	Data       string   `json:"data,omitempty"`
+	DataBase64 string   `json:"data_base64,omitempty"`
+	Command    *Command `json:"command,omitempty"`
+}
+
+// FileInfo describes one entry of a directory listing.
+type FileInfo struct {
+	Name       string    `json:"name"`
+	Path       string    `json:"path"`
+	Type       string    `json:"type"` // file, dir, symlink, other
+	Size       int64     `json:"size"`
+	Mode       string    `json:"mode"`
+	ModifiedAt time.Time `json:"modified_at"`
+}
+
+// FileList is the body of GET /v1/sandboxes/{id}/files. Entries are sorted
+// by name; NextCursor, when set, fetches the next page.
+type FileList struct {
+	Path       string     `json:"path"`
+	Entries    []FileInfo `json:"entries"`
+	NextCursor string     `json:"next_cursor,omitempty"`
+}
+
+// MkdirRequest is the body of POST /v1/sandboxes/{id}/files/mkdir.
+type MkdirRequest struct {
+	Path string `json:"path"`
+}
+
+// MoveRequest is the body of POST /v1/sandboxes/{id}/files/move.
+type MoveRequest struct {
+	From      string `json:"from"`
+	To        string `json:"to"`
+	Overwrite bool   `json:"overwrite,omitempty"`
+}
+
+// Key is an API key's metadata; the secret appears only once, on create.
+type Key struct {
+	ID        string     `json:"id"`
+	Name      string     `json:"name"`
+	Scope     string     `json:"scope"`
+	Prefix    string     `json:"prefix"`
+	CreatedAt time.Time  `json:"created_at"`
+	RevokedAt *time.Time `json:"revoked_at,omitempty"`
+	Secret    string     `json:"secret,omitempty"`
+}
+
+// CreateKeyRequest is the body of POST /v1/keys.
+type CreateKeyRequest struct {
+	Name  string `json:"name"`
+	Scope string `json:"scope,omitempty"`
+}
+
+// KeyList is the body of GET /v1/keys.
+type KeyList struct {
+	Keys []Key `json:"keys"`
+}
+
+// System is the body of GET /v1/system.
+type System struct {
+	Version  string        `json:"version"`
+	DataDir  string        `json:"data_dir,omitempty"`
+	Runtimes []RuntimeInfo `json:"runtimes"`
+	Limits   Limits        `json:"limits"`
+	Counts   Counts        `json:"counts"`
+}
+
+// RuntimeInfo says whether a sandbox runtime can be used here, and why not.
+type RuntimeInfo struct {
+	Name      string `json:"name"`
+	Available bool   `json:"available"`
+	Default   bool   `json:"default,omitempty"`
+	Isolated  bool   `json:"isolated"`
+	Reason    string `json:"reason,omitempty"`
+	Fix       string `json:"fix,omitempty"`
+}
+
+// Limits are the daemon's configured bounds.
+type Limits struct {
+	MaxSandboxes        int   `json:"max_sandboxes"`
+	MaxCommands         int   `json:"max_concurrent_commands"`
+	MaxHistory          int   `json:"max_command_history"`
+	OutputCapBytes      int64 `json:"output_cap_bytes"`
+	MaxUploadBytes      int64 `json:"max_upload_bytes"`
+	DefaultTimeoutMS    int64 `json:"default_timeout_ms"`
+	MaxTimeoutMS        int64 `json:"max_timeout_ms"`
+	MaxJSONBodyBytes    int64 `json:"max_json_body_bytes"`
+	MaxDownloadBytes    int64 `json:"max_download_bytes"`
+	MaxListPageEntries  int   `json:"max_list_page_entries"`
+	ListPageEntriesDflt int   `json:"default_list_page_entries"`
+}
+
+// Counts are live resource counts.
+type Counts struct {
+	Sandboxes int `json:"sandboxes"`
+}

@@ -1,0 +1,196 @@
+// Package auth issues and checks API keys.
+//
+// A key is "bk_" followed by 52 base32 characters (256 random bits). Only
+// its SHA-256 is stored: keys are high-entropy, so a fast hash is enough and
+// lookups stay cheap. The stored hash is compared in constant time. Keys
+// have a scope: "admin" may do everything, including managing keys;
+// "execution" may use sandboxes but not manage keys.
+package auth
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/berthdev/berth/internal/errcode"
+	"github.com/berthdev/berth/internal/ident"
+)
+
+// Scopes.
+const (
+	ScopeAdmin     = "admin"
+	ScopeExecution = "execution"
+)
+
+// ValidScope reports whether s names a scope.
+func ValidScope(s string) bool { return s == ScopeAdmin || s == ScopeExecution }
+
+// KeyPrefix starts every API key, so leaked keys are easy to scan for.
+const KeyPrefix = "bk_"
+
+// Key is an API key's record. The secret itself is never stored.
+type Key struct {
+	ID        string
+	Name      string
+	Scope     string
+	Prefix    string // the first characters of the secret, for people to recognise it
+	Hash      string
+	CreatedAt time.Time
+	RevokedAt *time.Time
+}
+
+// Principal is who a request acts as.
+type Principal struct {
+	KeyID string
+	Name  string
+	Scope string
+}
+
+// Can reports whether p may act with scope.
+func (p Principal) Can(scope string) bool {
+	return p.Scope == ScopeAdmin || p.Scope == scope
+}
+
+// Store persists keys.
+type Store interface {
+	InsertKey(ctx context.Context, k *Key) error
+	KeyByHash(ctx context.Context, hash string) (*Key, error)
+	ListKeys(ctx context.Context) ([]*Key, error)
+	RevokeKey(ctx context.Context, id string) error
+}
+
+// Secret is an API key's plaintext. It never prints itself in logs.
+type Secret string
+
+// LogValue implements slog.LogValuer.
+func (Secret) LogValue() slog.Value { return slog.StringValue("REDACTED") }
+
+// String redacts the secret in %v and %s.
+func (Secret) String() string { return "REDACTED" }
+
+// Keys issues and checks API keys.
+type Keys struct {
+	store Store
+}
+
+// NewKeys returns a Keys over store.
+func NewKeys(store Store) *Keys { return &Keys{store: store} }
+
+// Hash returns the stored form of a secret.
+func Hash(secret string) string {
+	sum := sha256.Sum256([]byte(secret))
+	return hex.EncodeToString(sum[:])
+}
+
+// Create issues a key and returns its record and its secret, which is not
+// recoverable later.
+func (ks *Keys) Create(ctx context.Context, name, scope string) (*Key, Secret, error) {
+	if !ValidScope(scope) {
+		return nil, "", errcode.InvalidFields(map[string]string{"scope": "must be admin or execution"})
+	}
+	if name == "" || len(name) > 100 {
+		return nil, "", errcode.InvalidFields(map[string]string{"name": "is required, at most 100 bytes"})
+	}
+	secret := ident.Token(KeyPrefix)
+	k := &Key{
+		ID: ident.New("key_"), Name: name, Scope: scope, Prefix: secret[:len(KeyPrefix)+6],
+		Hash: Hash(secret), CreatedAt: time.Now().UTC(),
+	}
+	if err := ks.store.InsertKey(ctx, k); err != nil {
+		return nil, "", fmt.Errorf("storing key: %w", err)
+	}
+	return k, Secret(secret), nil
+}
+
+// List returns every key, revoked ones included.
+func (ks *Keys) List(ctx context.Context) ([]*Key, error) { return ks.store.ListKeys(ctx) }
+
+// Revoke revokes a key; requests with it fail from then on.
+func (ks *Keys) Revoke(ctx context.Context, id string) error { return ks.store.RevokeKey(ctx, id) }
+
+var errBadKey = errcode.New(errcode.Unauthenticated, "missing, malformed, unknown or revoked API key")
+
+// Authenticate checks an Authorization header value and returns the
+// principal. Every failure is the same errcode.Unauthenticated, so a
+// caller cannot tell a revoked key from an unknown one.
+func (ks *Keys) Authenticate(ctx context.Context, header string) (Principal, error) {
+	secret, ok := strings.CutPrefix(header, "Bearer ")
+	if !ok || !strings.HasPrefix(secret, KeyPrefix) || len(secret) > 128 {
+		return Principal{}, errBadKey
+	}
+	hash := Hash(secret)
+	k, err := ks.store.KeyByHash(ctx, hash)
+	if err != nil {
+		if errcode.Is(err, errcode.NotFound) {
+			return Principal{}, errBadKey
+		}
+		return Principal{}, err
+	}
+	if subtle.ConstantTimeCompare([]byte(k.Hash), []byte(hash)) != 1 || k.RevokedAt != nil {
+		return Principal{}, errBadKey
+	}
+	return Principal{KeyID: k.ID, Name: k.Name, Scope: k.Scope}, nil
+}
+
+// EnsureAdminKey makes sure path holds a working admin key. On first start
+// (or when the file's key is not known to the store) it creates one and
+// writes it to path with mode 0600. It reports whether it created a key.
+func (ks *Keys) EnsureAdminKey(ctx context.Context, path string) (bool, error) {
+	if b, err := os.ReadFile(path); err == nil {
+		if _, err := ks.Authenticate(ctx, "Bearer "+strings.TrimSpace(string(b))); err == nil {
+			return false, nil
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return false, fmt.Errorf("reading admin key: %w", err)
+	}
+	_, secret, err := ks.Create(ctx, "admin", ScopeAdmin)
+	if err != nil {
+		return false, err
+	}
+	if err := writeFileAtomic(path, []byte(string(secret)+"\n"), 0o600); err != nil {
+		return false, fmt.Errorf("writing admin key: %w", err)
+	}
+	return true, nil
+}
+
+// writeFileAtomic writes data to path through a synced temporary file and a
+// rename, so a crash leaves the old file or the new one.
+func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
+	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-"+filepath.Base(path)+"-*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp)
+	if err := f.Chmod(mode); err != nil {
+		f.Close()
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return err
+	}
+	if d, err := os.Open(filepath.Dir(path)); err == nil {
+		_ = d.Sync()
+		d.Close()
+	}
+	return nil
+}

@@ -1,0 +1,239 @@
+package httpapi
+
+import (
+	"errors"
+	"net/http"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/berthdev/berth/internal/agent"
+	"github.com/berthdev/berth/internal/apitype"
+	"github.com/berthdev/berth/internal/errcode"
+	"github.com/berthdev/berth/internal/sandbox"
+	"github.com/berthdev/berth/internal/wire"
+)
+
+func errorsAs(err error, target any) bool { return errors.As(err, target) }
+
+func (s *Server) handleHealthz() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		wire.Encode(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+}
+
+func (s *Server) handleReadyz() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := s.cfg.DB.Ping(r.Context()); err != nil {
+			s.fail(w, r, errcode.Wrap(errcode.Unavailable, err, "database is not answering"))
+			return
+		}
+		wire.Encode(w, http.StatusOK, map[string]string{"status": "ready"})
+	})
+}
+
+func (s *Server) handleSystem() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		m := s.cfg.Sandboxes
+		cfg := m.Config()
+		out := apitype.System{
+			Version: s.cfg.Version,
+			DataDir: s.cfg.DataDir,
+			Limits: apitype.Limits{
+				MaxSandboxes: cfg.MaxSandboxes, MaxCommands: cfg.MaxCommands, MaxHistory: cfg.MaxHistory,
+				OutputCapBytes: cfg.OutputCap, MaxUploadBytes: s.cfg.MaxUpload,
+				DefaultTimeoutMS: cfg.DefaultTimeout.Milliseconds(), MaxTimeoutMS: cfg.MaxTimeout.Milliseconds(),
+				MaxJSONBodyBytes: maxJSON, MaxDownloadBytes: agent.DefaultMaxDownload,
+				MaxListPageEntries: agent.MaxListLimit, ListPageEntriesDflt: agent.DefaultListLimit,
+			},
+		}
+		for _, rt := range m.Runtimes() {
+			info := apitype.RuntimeInfo{Name: rt.Name(), Isolated: rt.Isolated(), Available: true, Default: rt.Name() == cfg.DefaultRuntime}
+			if err := rt.Available(); err != nil {
+				info.Available, info.Reason = false, err.Error()
+			}
+			out.Runtimes = append(out.Runtimes, info)
+		}
+		counts, err := m.Count(r.Context())
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		for _, n := range counts {
+			out.Counts.Sandboxes += n
+		}
+		wire.Encode(w, http.StatusOK, out)
+	})
+}
+
+func (s *Server) toAPISandbox(sb *sandbox.Sandbox) apitype.Sandbox {
+	out := apitype.Sandbox{
+		ID: sb.ID, Name: sb.Name, Runtime: sb.Runtime, State: sb.State, Reason: sb.Reason,
+		Labels: sb.Labels, CreatedAt: sb.CreatedAt, UpdatedAt: sb.UpdatedAt,
+		Workspace: sandbox.LayoutFor(s.cfg.DataDir, sb.ID).Workspace,
+	}
+	for k := range sb.Env {
+		out.EnvKeys = append(out.EnvKeys, k)
+	}
+	sort.Strings(out.EnvKeys)
+	return out
+}
+
+func (s *Server) handleCreateSandbox() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		req, err := wire.Decode[apitype.CreateSandboxRequest](w, r)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		sb, created, err := s.cfg.Sandboxes.Create(r.Context(), sandbox.CreateSpec{
+			Runtime: req.Runtime, Name: req.Name, Env: req.Env, Labels: req.Labels,
+		})
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		status := http.StatusOK
+		if created {
+			status = http.StatusCreated
+		}
+		w.Header().Set("Location", "/v1/sandboxes/"+sb.ID)
+		wire.Encode(w, status, s.toAPISandbox(sb))
+	})
+}
+
+func (s *Server) handleListSandboxes() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		all, err := s.cfg.Sandboxes.List(r.Context())
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		state := r.URL.Query().Get("state")
+		out := apitype.SandboxList{Sandboxes: []apitype.Sandbox{}}
+		for _, sb := range all {
+			if state == "" || sb.State == state {
+				out.Sandboxes = append(out.Sandboxes, s.toAPISandbox(sb))
+			}
+		}
+		wire.Encode(w, http.StatusOK, out)
+	})
+}
+
+func (s *Server) handleGetSandbox() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sb, err := s.cfg.Sandboxes.Get(r.Context(), r.PathValue("id"))
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		wire.Encode(w, http.StatusOK, s.toAPISandbox(sb))
+	})
+}
+
+func (s *Server) handleDeleteSandbox() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := s.cfg.Sandboxes.Delete(r.Context(), r.PathValue("id")); err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
+}
+
+func (s *Server) handleExec() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		req, err := wire.Decode[apitype.CreateCommandRequest](w, r)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		rec, err := s.cfg.Sandboxes.Exec(r.Context(), r.PathValue("id"), req)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		w.Header().Set("Location", "/v1/sandboxes/"+rec.SandboxID+"/commands/"+rec.ID)
+		wire.Encode(w, http.StatusAccepted, rec)
+	})
+}
+
+func (s *Server) handleGetCommand() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, _, err := agent.ParseOutputQuery(r); err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		rec, err := s.cfg.Sandboxes.Command(r.Context(), r.PathValue("id"), r.PathValue("cid"), r.URL.Query())
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		wire.Encode(w, http.StatusOK, rec)
+	})
+}
+
+func (s *Server) handleListCommands() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		recs, err := s.cfg.Sandboxes.Commands(r.Context(), r.PathValue("id"))
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		status := r.URL.Query().Get("status")
+		out := apitype.CommandList{Commands: []apitype.Command{}}
+		for _, c := range recs {
+			if status == "" || c.Status == status {
+				out.Commands = append(out.Commands, *c)
+			}
+		}
+		wire.Encode(w, http.StatusOK, out)
+	})
+}
+
+func (s *Server) handleCreateKey() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		req, err := wire.Decode[apitype.CreateKeyRequest](w, r)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		if req.Scope == "" {
+			req.Scope = "execution"
+		}
+		k, secret, err := s.cfg.Keys.Create(r.Context(), strings.TrimSpace(req.Name), req.Scope)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		out := apitype.Key{ID: k.ID, Name: k.Name, Scope: k.Scope, Prefix: k.Prefix, CreatedAt: k.CreatedAt, Secret: string(secret)}
+		wire.Encode(w, http.StatusCreated, out)
+	})
+}
+
+func (s *Server) handleListKeys() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		keys, err := s.cfg.Keys.List(r.Context())
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		out := apitype.KeyList{Keys: []apitype.Key{}}
+		for _, k := range keys {
+			out.Keys = append(out.Keys, apitype.Key{ID: k.ID, Name: k.Name, Scope: k.Scope, Prefix: k.Prefix,
+				CreatedAt: k.CreatedAt, RevokedAt: k.RevokedAt})
+		}
+		slices.SortFunc(out.Keys, func(a, b apitype.Key) int { return a.CreatedAt.Compare(b.CreatedAt) })
+		wire.Encode(w, http.StatusOK, out)
+	})
+}
+
+func (s *Server) handleRevokeKey() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := s.cfg.Keys.Revoke(r.Context(), r.PathValue("id")); err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
+}

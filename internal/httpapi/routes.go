@@ -1,0 +1,79 @@
+package httpapi
+
+import "net/http"
+
+// route is one line of the HTTP surface.
+type route struct {
+	pattern string // method and path, as http.ServeMux takes them
+	access  access
+	handler http.Handler
+}
+
+// access says who may call a route.
+type access int
+
+const (
+	public    access = iota // no key: health only
+	execution               // any valid key
+	admin                   // an admin key
+)
+
+// routes is the whole HTTP surface of the daemon, one line per route.
+func (s *Server) routes() []route {
+	return []route{
+		{"GET /healthz", public, s.handleHealthz()},
+		{"GET /readyz", public, s.handleReadyz()},
+		{"GET /metrics", execution, s.handleMetrics()},
+		{"GET /v1/system", execution, s.handleSystem()},
+
+		{"POST /v1/sandboxes", execution, s.handleCreateSandbox()},
+		{"GET /v1/sandboxes", execution, s.handleListSandboxes()},
+		{"GET /v1/sandboxes/{id}", execution, s.handleGetSandbox()},
+		{"DELETE /v1/sandboxes/{id}", execution, s.handleDeleteSandbox()},
+
+		{"POST /v1/sandboxes/{id}/commands", execution, s.handleExec()},
+		{"GET /v1/sandboxes/{id}/commands", execution, s.handleListCommands()},
+		{"GET /v1/sandboxes/{id}/commands/{cid}", execution, s.handleGetCommand()},
+		{"GET /v1/sandboxes/{id}/commands/{cid}/stream", execution, s.proxyToAgent("/v1/commands/{cid}/stream", 0)},
+		{"POST /v1/sandboxes/{id}/commands/{cid}/cancel", execution, s.proxyToAgent("/v1/commands/{cid}/cancel", 0)},
+		{"POST /v1/sandboxes/{id}/commands/{cid}/stdin", execution, s.proxyToAgent("/v1/commands/{cid}/stdin", maxJSON)},
+
+		{"GET /v1/sandboxes/{id}/files", execution, s.proxyToAgent("/v1/files", 0)},
+		{"DELETE /v1/sandboxes/{id}/files", execution, s.proxyToAgent("/v1/files", 0)},
+		{"GET /v1/sandboxes/{id}/files/content", execution, s.proxyToAgent("/v1/files/content", 0)},
+		{"PUT /v1/sandboxes/{id}/files/content", execution, s.proxyToAgent("/v1/files/content", s.cfg.MaxUpload)},
+		{"POST /v1/sandboxes/{id}/files/mkdir", execution, s.proxyToAgent("/v1/files/mkdir", maxJSON)},
+		{"POST /v1/sandboxes/{id}/files/move", execution, s.proxyToAgent("/v1/files/move", maxJSON)},
+
+		{"POST /v1/keys", admin, s.handleCreateKey()},
+		{"GET /v1/keys", admin, s.handleListKeys()},
+		{"DELETE /v1/keys/{id}", admin, s.handleRevokeKey()},
+	}
+}
+
+// Route describes a route for tests and documentation.
+type Route struct {
+	Method, Path string
+	Public       bool
+	AdminOnly    bool
+}
+
+// Routes lists the daemon's routes. Tests generate their auth and error
+// checks from it, so a new route cannot be skipped.
+func (s *Server) Routes() []Route {
+	var out []Route
+	for _, r := range s.routes() {
+		method, path, _ := cutSpace(r.pattern)
+		out = append(out, Route{Method: method, Path: path, Public: r.access == public, AdminOnly: r.access == admin})
+	}
+	return out
+}
+
+func cutSpace(s string) (string, string, bool) {
+	for i := range len(s) {
+		if s[i] == ' ' {
+			return s[:i], s[i+1:], true
+		}
+	}
+	return "", s, false
+}

@@ -1,0 +1,274 @@
+// Package httpapi is the daemon's HTTP API: the route table, handlers,
+// middleware (request IDs, logging, recovery, authentication) and the one
+// mapping from errors to responses.
+package httpapi
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/berthdev/berth/internal/auth"
+	"github.com/berthdev/berth/internal/errcode"
+	"github.com/berthdev/berth/internal/ident"
+	"github.com/berthdev/berth/internal/sandbox"
+	"github.com/berthdev/berth/internal/wire"
+)
+
+const maxJSON = wire.MaxJSONBody
+
+// Pinger is a dependency /readyz checks.
+type Pinger interface {
+	Ping(ctx context.Context) error
+}
+
+// Config wires a Server.
+type Config struct {
+	Version   string
+	DataDir   string
+	MaxUpload int64
+	Logger    *slog.Logger
+	Sandboxes *sandbox.Manager
+	Keys      *auth.Keys
+	DB        Pinger
+}
+
+// Server serves the API.
+type Server struct {
+	cfg     Config
+	log     *slog.Logger
+	mux     *http.ServeMux
+	reg     *prometheus.Registry
+	reqDur  *prometheus.HistogramVec
+	handler http.Handler
+}
+
+// New builds the server and its route table.
+func New(cfg Config) *Server {
+	s := &Server{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), reg: prometheus.NewRegistry()}
+	s.reqDur = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "berth_http_request_duration_seconds",
+		Help:    "HTTP request latency by route and status class.",
+		Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
+	}, []string{"route", "code"})
+	s.reg.MustRegister(s.reqDur,
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "berth_sandboxes_running", Help: "Sandboxes in the running state.",
+		}, func() float64 {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			counts, err := cfg.Sandboxes.Count(ctx)
+			if err != nil {
+				return -1
+			}
+			return float64(counts["running"])
+		}),
+	)
+	for _, r := range s.routes() {
+		h := r.handler
+		if r.access != public {
+			h = s.authenticate(r.access, h)
+		}
+		s.mux.Handle(r.pattern, s.instrument(r.pattern, h))
+	}
+	s.handler = s.withRequestID(s.withLogging(s.withRecover(s.rejectQueryCredentials(s.mux))))
+	return s
+}
+
+// ServeHTTP serves the API.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
+
+type ctxKey int
+
+const (
+	requestIDKey ctxKey = iota
+	principalKey
+)
+
+func requestID(r *http.Request) string {
+	id, _ := r.Context().Value(requestIDKey).(string)
+	return id
+}
+
+// fail writes err as the error response of r.
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	wire.WriteError(w, r, s.log, err, requestID(r))
+}
+
+func (s *Server) withRequestID(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := ident.New("req_")
+		w.Header().Set("X-Request-Id", id)
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestIDKey, id)))
+	})
+}
+
+// statusWriter records the status for logs and metrics. It forwards
+// Flush and Unwrap so streaming keeps working.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+func (w *statusWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (s *Server) withLogging(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: w}
+		next.ServeHTTP(sw, r)
+		s.log.DebugContext(r.Context(), "request", "method", r.Method, "path", r.URL.Path,
+			"status", sw.status, "duration_ms", float64(time.Since(start).Microseconds())/1000,
+			"request_id", requestID(r))
+	})
+}
+
+func (s *Server) withRecover(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				s.log.ErrorContext(r.Context(), "handler panic", "request_id", requestID(r),
+					"panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+				s.fail(w, r, errcode.New(errcode.Internal, "internal error"))
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+// credentialParams are query parameters that look like credentials. Keys
+// in URLs end up in logs and browser history, so they are refused.
+var credentialParams = []string{"token", "access_token", "api_key", "apikey", "key", "bearer", "auth"}
+
+func (s *Server) rejectQueryCredentials(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		for _, p := range credentialParams {
+			if q.Has(p) {
+				s.fail(w, r, errcode.WithReason(errcode.Invalid, "credentials_in_query",
+					"API keys are not accepted in the query string; send Authorization: Bearer"))
+				return
+			}
+		}
+		for _, vs := range q {
+			for _, v := range vs {
+				if strings.Contains(v, auth.KeyPrefix) && len(v) >= 40 {
+					s.fail(w, r, errcode.WithReason(errcode.Invalid, "credentials_in_query",
+						"API keys are not accepted in the query string; send Authorization: Bearer"))
+					return
+				}
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (s *Server) authenticate(need access, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, err := s.cfg.Keys.Authenticate(r.Context(), r.Header.Get("Authorization"))
+		if err != nil {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="berth"`)
+			s.fail(w, r, err)
+			return
+		}
+		if need == admin && !p.Can(auth.ScopeAdmin) {
+			s.fail(w, r, errcode.New(errcode.PermissionDenied, "this route needs an admin key"))
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey, p)))
+	})
+}
+
+func (s *Server) instrument(pattern string, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: w}
+		next.ServeHTTP(sw, r)
+		s.reqDur.WithLabelValues(pattern, fmt.Sprintf("%dxx", max(sw.status, 200)/100)).Observe(time.Since(start).Seconds())
+	})
+}
+
+func (s *Server) handleMetrics() http.Handler {
+	return promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{})
+}
+
+// proxyToAgent forwards a sandbox-scoped request to the sandbox's agent at
+// agentPath ("{cid}" is replaced), with the agent's token instead of the
+// caller's key. bodyCap > 0 caps the request body (413 beyond it).
+func (s *Server) proxyToAgent(agentPath string, bodyCap int64) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if bodyCap > 0 {
+			if r.ContentLength > bodyCap {
+				s.fail(w, r, errcode.WithReason(errcode.PayloadTooLarge, "body_too_large",
+					"request body is %d bytes, more than the limit of %d", r.ContentLength, bodyCap))
+				return
+			}
+			r.Body = http.MaxBytesReader(w, r.Body, bodyCap)
+		}
+		c, err := s.cfg.Sandboxes.Agent(r.Context(), r.PathValue("id"))
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		path := strings.ReplaceAll(agentPath, "{cid}", url.PathEscape(r.PathValue("cid")))
+		rp := &httputil.ReverseProxy{
+			Rewrite: func(pr *httputil.ProxyRequest) {
+				pr.Out.URL.Scheme, pr.Out.URL.Host, pr.Out.Host = "http", "agent", "agent"
+				pr.Out.URL.Path, pr.Out.URL.RawPath = path, ""
+				pr.Out.URL.RawQuery = r.URL.RawQuery
+				pr.Out.Header.Set("Authorization", "Bearer "+c.Token())
+				pr.Out.Header.Set("X-Request-Id", requestID(r))
+			},
+			Transport:     c.Transport(),
+			FlushInterval: -1,
+			ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+				var tooBig *http.MaxBytesError
+				switch {
+				case errorsAs(err, &tooBig):
+					s.fail(w, r, errcode.WithReason(errcode.PayloadTooLarge, "body_too_large",
+						"request body is larger than the limit of %d bytes", tooBig.Limit))
+				case r.Context().Err() != nil:
+					// The client left; nobody reads an answer.
+				default:
+					s.fail(w, r, errcode.Wrap(errcode.Unavailable, err, "sandbox agent is not answering"))
+				}
+			},
+		}
+		rp.ServeHTTP(w, r)
+	})
+}

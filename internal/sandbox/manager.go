@@ -1,0 +1,722 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/berthdev/berth/internal/agent"
+	"github.com/berthdev/berth/internal/apitype"
+	"github.com/berthdev/berth/internal/errcode"
+	"github.com/berthdev/berth/internal/ident"
+)
+
+// Config configures a Manager. Zero values take the defaults.
+type Config struct {
+	DataDir        string
+	AgentBinary    string
+	DefaultRuntime string
+	MaxSandboxes   int
+	MaxCommands    int // concurrent, per sandbox
+	MaxHistory     int // retained commands, per sandbox
+	OutputCap      int64
+	MaxUpload      int64
+	DefaultTimeout time.Duration
+	MaxTimeout     time.Duration
+	Logger         *slog.Logger
+}
+
+// Defaults.
+const (
+	DefaultMaxSandboxes   = 64
+	DefaultCommandTimeout = 10 * time.Minute
+	DefaultMaxTimeout     = 24 * time.Hour
+)
+
+// Manager owns the sandboxes of one daemon. It is safe for concurrent use.
+type Manager struct {
+	cfg      Config
+	store    Store
+	runtimes map[string]Runtime
+	log      *slog.Logger
+
+	// bg is the lifetime of background command watchers; cancelled by Close.
+	bg     context.Context
+	stopBg context.CancelFunc
+	wg     sync.WaitGroup
+
+	// createMu serialises the count-then-insert of Create.
+	createMu sync.Mutex
+
+	// mu guards agents, locks and watching.
+	mu       sync.Mutex
+	agents   map[string]*agent.Client // by sandbox ID, for live sandboxes
+	locks    map[string]*sync.Mutex   // lifecycle locks by sandbox ID
+	watching map[string]bool          // command IDs with a watcher
+}
+
+// NewManager returns a Manager over store with the given runtimes.
+func NewManager(cfg Config, store Store, runtimes ...Runtime) *Manager {
+	if cfg.MaxSandboxes <= 0 {
+		cfg.MaxSandboxes = DefaultMaxSandboxes
+	}
+	if cfg.MaxCommands <= 0 {
+		cfg.MaxCommands = agent.DefaultMaxCommands
+	}
+	if cfg.MaxHistory <= 0 {
+		cfg.MaxHistory = agent.DefaultMaxHistory
+	}
+	if cfg.OutputCap <= 0 {
+		cfg.OutputCap = agent.DefaultOutputCap
+	}
+	if cfg.MaxUpload <= 0 {
+		cfg.MaxUpload = agent.DefaultMaxUpload
+	}
+	if cfg.DefaultTimeout <= 0 {
+		cfg.DefaultTimeout = DefaultCommandTimeout
+	}
+	if cfg.MaxTimeout <= 0 {
+		cfg.MaxTimeout = DefaultMaxTimeout
+	}
+	cfg.DefaultTimeout = min(cfg.DefaultTimeout, cfg.MaxTimeout)
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	m := &Manager{
+		cfg: cfg, store: store, log: cfg.Logger,
+		runtimes: make(map[string]Runtime),
+		agents:   make(map[string]*agent.Client),
+		locks:    make(map[string]*sync.Mutex),
+		watching: make(map[string]bool),
+	}
+	for _, rt := range runtimes {
+		m.runtimes[rt.Name()] = rt
+	}
+	if m.cfg.DefaultRuntime == "" {
+		m.cfg.DefaultRuntime = "process"
+	}
+	m.bg, m.stopBg = context.WithCancel(context.Background())
+	return m
+}
+
+// Config returns the manager's effective configuration.
+func (m *Manager) Config() Config { return m.cfg }
+
+// Runtimes returns the registered runtimes, sorted by name.
+func (m *Manager) Runtimes() []Runtime {
+	names := slices.Sorted(maps.Keys(m.runtimes))
+	out := make([]Runtime, 0, len(names))
+	for _, n := range names {
+		out = append(out, m.runtimes[n])
+	}
+	return out
+}
+
+// Close stops the background watchers and waits for them. Sandboxes keep
+// running: a restarted daemon re-adopts them.
+func (m *Manager) Close() {
+	m.stopBg()
+	m.wg.Wait()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, c := range m.agents {
+		c.Close()
+	}
+}
+
+func (m *Manager) lock(id string) func() {
+	m.mu.Lock()
+	l, ok := m.locks[id]
+	if !ok {
+		l = new(sync.Mutex)
+		m.locks[id] = l
+	}
+	m.mu.Unlock()
+	l.Lock()
+	return l.Unlock
+}
+
+// CreateSpec is what a caller asks for in a new sandbox.
+type CreateSpec struct {
+	Runtime string
+	Name    string
+	Env     map[string]string
+	Labels  map[string]string
+}
+
+var (
+	nameRE   = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9._-]{0,62}$`)
+	envKeyRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
+)
+
+// Limits on what a spec may carry.
+const (
+	maxEnvVars    = 128
+	maxEnvBytes   = 64 << 10
+	maxLabels     = 64
+	maxLabelBytes = 256
+)
+
+// ValidateEnv checks environment variables for a sandbox or command.
+func ValidateEnv(env map[string]string, problems map[string]string, field string) {
+	if len(env) > maxEnvVars {
+		problems[field] = fmt.Sprintf("at most %d variables", maxEnvVars)
+		return
+	}
+	total := 0
+	for k, v := range env {
+		total += len(k) + len(v)
+		if !envKeyRE.MatchString(k) {
+			problems[field+"."+k] = "name must match [A-Za-z_][A-Za-z0-9_]*"
+		} else if strings.ContainsRune(v, 0) {
+			problems[field+"."+k] = "value must not contain NUL"
+		}
+	}
+	if total > maxEnvBytes {
+		problems[field] = fmt.Sprintf("at most %d bytes in all", maxEnvBytes)
+	}
+}
+
+// Valid returns the spec's problems, by field.
+func (s *CreateSpec) Valid() map[string]string {
+	p := map[string]string{}
+	if s.Name != "" && !nameRE.MatchString(s.Name) {
+		p["name"] = "must be 1-63 letters, digits, '.', '_' or '-', starting with a letter or digit"
+	}
+	ValidateEnv(s.Env, p, "env")
+	if len(s.Labels) > maxLabels {
+		p["labels"] = fmt.Sprintf("at most %d labels", maxLabels)
+	}
+	for k, v := range s.Labels {
+		if k == "" || len(k) > maxLabelBytes || len(v) > maxLabelBytes {
+			p["labels."+k] = fmt.Sprintf("keys and values are 1-%d bytes", maxLabelBytes)
+		}
+	}
+	return p
+}
+
+// Create creates and starts a sandbox. If spec.Name names an existing
+// sandbox, that sandbox is returned with created false.
+func (m *Manager) Create(ctx context.Context, spec CreateSpec) (sb *Sandbox, created bool, err error) {
+	if p := spec.Valid(); len(p) > 0 {
+		return nil, false, errcode.InvalidFields(p)
+	}
+	if spec.Runtime == "" {
+		spec.Runtime = m.cfg.DefaultRuntime
+	}
+	rt, ok := m.runtimes[spec.Runtime]
+	if !ok {
+		return nil, false, errcode.WithReason(errcode.Invalid, "runtime_unknown", "runtime %q is not known; see GET /v1/system", spec.Runtime)
+	}
+	if err := rt.Available(); err != nil {
+		return nil, false, err
+	}
+	if spec.Name != "" {
+		if sb, err := m.store.GetSandboxByName(ctx, spec.Name); err == nil {
+			return sb, false, nil
+		} else if !errcode.Is(err, errcode.NotFound) {
+			return nil, false, err
+		}
+	}
+
+	now := time.Now().UTC()
+	sb = &Sandbox{
+		ID: ident.New("sbx_"), Name: spec.Name, Runtime: rt.Name(), State: apitype.StateStarting,
+		Env: spec.Env, Labels: spec.Labels, AgentToken: ident.Token("agt_"), CreatedAt: now, UpdatedAt: now,
+	}
+	if err := m.insertWithinLimit(ctx, sb); err != nil {
+		if errcode.ReasonOf(err) == "name_taken" {
+			if existing, gerr := m.store.GetSandboxByName(ctx, spec.Name); gerr == nil {
+				return existing, false, nil
+			}
+		}
+		return nil, false, err
+	}
+	unlock := m.lock(sb.ID)
+	defer unlock()
+	if err := m.start(ctx, sb, rt); err != nil {
+		// Roll back completely: no process, no directory, no row.
+		m.teardown(context.WithoutCancel(ctx), sb)
+		if derr := m.store.DeleteSandbox(context.WithoutCancel(ctx), sb.ID); derr != nil {
+			m.log.ErrorContext(ctx, "rolling back sandbox", "sandbox_id", sb.ID, "err", derr)
+		}
+		return nil, false, err
+	}
+	return sb, true, nil
+}
+
+func (m *Manager) insertWithinLimit(ctx context.Context, sb *Sandbox) error {
+	m.createMu.Lock()
+	defer m.createMu.Unlock()
+	all, err := m.store.ListSandboxes(ctx)
+	if err != nil {
+		return err
+	}
+	live := 0
+	for _, s := range all {
+		if s.Live() || s.State == apitype.StateStopping {
+			live++
+		}
+	}
+	if live >= m.cfg.MaxSandboxes {
+		return errcode.WithReason(errcode.ResourceExhausted, "sandbox_limit",
+			"%d sandboxes exist, the maximum (--max-sandboxes); delete one first", live)
+	}
+	return m.store.CreateSandbox(ctx, sb)
+}
+
+// start lays out the sandbox's directories, starts its agent and records
+// it as running.
+func (m *Manager) start(ctx context.Context, sb *Sandbox, rt Runtime) error {
+	l := LayoutFor(m.cfg.DataDir, sb.ID)
+	for _, d := range []string{l.Dir, l.Workspace, l.State} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return fmt.Errorf("creating sandbox directory: %w", err)
+		}
+	}
+	// The workspace is the sandbox's home; 0755 like a home directory.
+	if err := os.Chmod(l.Workspace, 0o755); err != nil {
+		return err
+	}
+	pid, err := rt.Start(ctx, sb, l, AgentArgs{
+		Binary: m.cfg.AgentBinary, Token: sb.AgentToken, OutputCap: m.cfg.OutputCap,
+		MaxCommands: m.cfg.MaxCommands, MaxHistory: m.cfg.MaxHistory, MaxUpload: m.cfg.MaxUpload,
+	})
+	if err != nil {
+		return errcode.Wrap(errcode.Unavailable, err, "starting the %s runtime failed", rt.Name())
+	}
+	sb.AgentPID = pid
+	c := agent.NewClient(l.Socket, sb.AgentToken)
+	if _, err := c.Ping(ctx); err != nil {
+		c.Close()
+		return errcode.Wrap(errcode.Unavailable, err, "sandbox agent did not answer")
+	}
+	if err := m.store.SetSandboxState(ctx, sb.ID, apitype.StateRunning, "", pid); err != nil {
+		c.Close()
+		return err
+	}
+	sb.State, sb.UpdatedAt = apitype.StateRunning, time.Now().UTC()
+	m.mu.Lock()
+	m.agents[sb.ID] = c
+	m.mu.Unlock()
+	return nil
+}
+
+// teardown stops the sandbox's runtime and removes its directory.
+func (m *Manager) teardown(ctx context.Context, sb *Sandbox) {
+	l := LayoutFor(m.cfg.DataDir, sb.ID)
+	m.mu.Lock()
+	if c, ok := m.agents[sb.ID]; ok {
+		c.Close()
+		delete(m.agents, sb.ID)
+	}
+	m.mu.Unlock()
+	if rt, ok := m.runtimes[sb.Runtime]; ok {
+		if err := rt.Stop(ctx, sb, l); err != nil {
+			m.log.ErrorContext(ctx, "stopping sandbox runtime", "sandbox_id", sb.ID, "err", err)
+		}
+	}
+	if err := os.RemoveAll(l.Dir); err != nil {
+		m.log.ErrorContext(ctx, "removing sandbox directory", "sandbox_id", sb.ID, "err", err)
+	}
+}
+
+// Get returns a sandbox.
+func (m *Manager) Get(ctx context.Context, id string) (*Sandbox, error) {
+	return m.store.GetSandbox(ctx, id)
+}
+
+// List returns every sandbox, oldest first.
+func (m *Manager) List(ctx context.Context) ([]*Sandbox, error) {
+	return m.store.ListSandboxes(ctx)
+}
+
+// Delete stops a sandbox and removes everything it had: processes, socket,
+// directories and records. The intent is recorded first, so a crash midway
+// is finished by the next start.
+func (m *Manager) Delete(ctx context.Context, id string) error {
+	unlock := m.lock(id)
+	defer unlock()
+	sb, err := m.store.GetSandbox(ctx, id)
+	if err != nil {
+		return err
+	}
+	if err := m.store.SetSandboxState(ctx, id, apitype.StateStopping, "", sb.AgentPID); err != nil {
+		return err
+	}
+	m.teardown(context.WithoutCancel(ctx), sb)
+	if err := m.store.DeleteSandbox(context.WithoutCancel(ctx), id); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	delete(m.locks, id)
+	m.mu.Unlock()
+	return nil
+}
+
+// Agent returns the client of a running sandbox's agent.
+func (m *Manager) Agent(ctx context.Context, id string) (*agent.Client, error) {
+	sb, err := m.store.GetSandbox(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return m.agentOf(sb)
+}
+
+func (m *Manager) agentOf(sb *Sandbox) (*agent.Client, error) {
+	m.mu.Lock()
+	c, ok := m.agents[sb.ID]
+	m.mu.Unlock()
+	if !ok || sb.State != apitype.StateRunning {
+		msg := fmt.Sprintf("sandbox %s is %s", sb.ID, sb.State)
+		if sb.Reason != "" {
+			msg += " (" + sb.Reason + ")"
+		}
+		return nil, errcode.WithReason(errcode.Conflict, "sandbox_not_running", "%s", msg)
+	}
+	return c, nil
+}
+
+// ExecSpec is a command to run.
+type ExecSpec = apitype.CreateCommandRequest
+
+// ValidExec checks a command request, and fills in the default timeout.
+func (m *Manager) ValidExec(req *ExecSpec) error {
+	p := map[string]string{}
+	switch {
+	case req.Command == "" && len(req.Argv) == 0:
+		p["command"] = "command or argv is required"
+	case req.Command != "" && len(req.Argv) > 0:
+		p["argv"] = "set command or argv, not both"
+	case len(req.Argv) > 0 && req.Argv[0] == "":
+		p["argv"] = "argv[0] must not be empty"
+	}
+	if strings.ContainsRune(req.Command, 0) || slices.ContainsFunc(req.Argv, func(a string) bool { return strings.ContainsRune(a, 0) }) {
+		p["command"] = "must not contain NUL"
+	}
+	if req.Cwd != "" {
+		if _, err := agent.CleanPath(req.Cwd); err != nil {
+			p["cwd"] = err.(*errcode.Error).Message
+		}
+	}
+	ValidateEnv(req.Env, p, "env")
+	switch {
+	case req.TimeoutMS < 0:
+		p["timeout_ms"] = "must not be negative"
+	case req.TimeoutMS == 0:
+		req.TimeoutMS = m.cfg.DefaultTimeout.Milliseconds()
+	case req.TimeoutMS > m.cfg.MaxTimeout.Milliseconds():
+		p["timeout_ms"] = fmt.Sprintf("must be at most %d (--max-command-timeout)", m.cfg.MaxTimeout.Milliseconds())
+	}
+	if len(p) > 0 {
+		return errcode.InvalidFields(p)
+	}
+	return nil
+}
+
+// Exec starts a command in a running sandbox and returns its record. The
+// record is committed before Exec returns.
+func (m *Manager) Exec(ctx context.Context, sandboxID string, req ExecSpec) (*CommandRecord, error) {
+	if err := m.ValidExec(&req); err != nil {
+		return nil, err
+	}
+	sb, err := m.store.GetSandbox(ctx, sandboxID)
+	if err != nil {
+		return nil, err
+	}
+	c, err := m.agentOf(sb)
+	if err != nil {
+		return nil, err
+	}
+	env := maps.Clone(sb.Env)
+	if env == nil {
+		env = map[string]string{}
+	}
+	maps.Copy(env, req.Env)
+	req.Env = env
+	id := ident.New("cmd_")
+	rec, err := c.Start(ctx, agent.StartRequest{ID: id, CreateCommandRequest: req})
+	if err != nil {
+		return nil, err
+	}
+	rec.SandboxID = sandboxID
+	if err := m.store.InsertCommand(ctx, &rec); err != nil {
+		// Not acknowledged: leave nothing running.
+		bg := context.WithoutCancel(ctx)
+		_, _ = c.Cancel(bg, id)
+		_ = c.Forget(bg, id)
+		return nil, fmt.Errorf("recording command: %w", err)
+	}
+	if rec.Done() {
+		m.afterFinish(ctx, sandboxID)
+	} else {
+		m.watch(sandboxID, c, id)
+	}
+	return &rec, nil
+}
+
+// watch follows a running command until it ends and stores its outcome.
+func (m *Manager) watch(sandboxID string, c *agent.Client, id string) {
+	m.mu.Lock()
+	if m.watching[id] {
+		m.mu.Unlock()
+		return
+	}
+	m.watching[id] = true
+	m.mu.Unlock()
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		defer func() {
+			m.mu.Lock()
+			delete(m.watching, id)
+			m.mu.Unlock()
+		}()
+		q := url.Values{"wait_ms": {fmt.Sprint(agent.MaxWait.Milliseconds())}, "max_bytes": {"0"}}
+		backoff := 50 * time.Millisecond
+		for m.bg.Err() == nil {
+			rec, err := c.Command(m.bg, id, q)
+			switch {
+			case err == nil && rec.Done():
+				rec.SandboxID = sandboxID
+				if err := m.store.FinishCommand(m.bg, &rec); err != nil && m.bg.Err() == nil {
+					m.log.Error("storing command outcome", "sandbox_id", sandboxID, "command_id", id, "err", err)
+				}
+				m.afterFinish(m.bg, sandboxID)
+				return
+			case err == nil:
+				backoff = 50 * time.Millisecond
+				continue
+			case errcode.Is(err, errcode.NotFound):
+				m.interrupt(m.bg, sandboxID, id, "agent lost the command")
+				return
+			}
+			// The agent is unreachable: stop when the sandbox is gone.
+			if sb, gerr := m.store.GetSandbox(m.bg, sandboxID); gerr != nil || sb.State != apitype.StateRunning {
+				return
+			}
+			select {
+			case <-m.bg.Done():
+			case <-time.After(backoff):
+			}
+			backoff = min(backoff*2, 5*time.Second)
+		}
+	}()
+}
+
+// afterFinish trims a sandbox's command history to its bound.
+func (m *Manager) afterFinish(ctx context.Context, sandboxID string) {
+	if err := m.store.PruneCommands(ctx, sandboxID, m.cfg.MaxHistory); err != nil && ctx.Err() == nil {
+		m.log.Error("pruning commands", "sandbox_id", sandboxID, "err", err)
+	}
+}
+
+func (m *Manager) interrupt(ctx context.Context, sandboxID, id, reason string) {
+	now := time.Now().UTC()
+	rec := CommandRecord{ID: id, SandboxID: sandboxID, Status: apitype.CommandInterrupted, Reason: reason, FinishedAt: &now}
+	if err := m.store.FinishCommand(ctx, &rec); err != nil && ctx.Err() == nil {
+		m.log.Error("marking command interrupted", "sandbox_id", sandboxID, "command_id", id, "err", err)
+	}
+}
+
+// Command returns a command with a window of its output; q carries
+// wait_ms, stdout_offset, stderr_offset, max_bytes and encoding. Commands
+// the agent no longer has come from the store, without output.
+func (m *Manager) Command(ctx context.Context, sandboxID, id string, q url.Values) (*CommandRecord, error) {
+	sb, err := m.store.GetSandbox(ctx, sandboxID)
+	if err != nil {
+		return nil, err
+	}
+	if c, err := m.agentOf(sb); err == nil {
+		rec, err := c.Command(ctx, id, q)
+		if err == nil {
+			rec.SandboxID = sandboxID
+			return &rec, nil
+		}
+		if !errcode.Is(err, errcode.NotFound) {
+			return nil, err
+		}
+	}
+	return m.store.GetCommand(ctx, sandboxID, id)
+}
+
+// Commands lists a sandbox's retained commands, newest first, with live
+// statuses from the agent where it has them.
+func (m *Manager) Commands(ctx context.Context, sandboxID string) ([]*CommandRecord, error) {
+	sb, err := m.store.GetSandbox(ctx, sandboxID)
+	if err != nil {
+		return nil, err
+	}
+	recs, err := m.store.ListCommands(ctx, sandboxID, m.cfg.MaxHistory+m.cfg.MaxCommands)
+	if err != nil {
+		return nil, err
+	}
+	if c, err := m.agentOf(sb); err == nil {
+		if live, err := c.Commands(ctx); err == nil {
+			byID := make(map[string]apitype.Command, len(live))
+			for _, r := range live {
+				byID[r.ID] = r
+			}
+			for i, r := range recs {
+				if l, ok := byID[r.ID]; ok {
+					l.SandboxID = sandboxID
+					recs[i] = &l
+				}
+			}
+		}
+	}
+	return recs, nil
+}
+
+// Recover reconciles the store with reality after a (re)start: it finishes
+// interrupted deletes, re-adopts live sandboxes whose agent still runs,
+// marks the others failed, and removes sandbox directories the store does
+// not know.
+func (m *Manager) Recover(ctx context.Context) error {
+	all, err := m.store.ListSandboxes(ctx)
+	if err != nil {
+		return err
+	}
+	known := map[string]bool{}
+	for _, sb := range all {
+		known[sb.ID] = true
+		switch {
+		case sb.State == apitype.StateStopping:
+			m.log.InfoContext(ctx, "finishing interrupted delete", "sandbox_id", sb.ID)
+			m.teardown(ctx, sb)
+			if err := m.store.DeleteSandbox(ctx, sb.ID); err != nil {
+				return err
+			}
+		case sb.Live():
+			if err := m.adopt(ctx, sb); err != nil {
+				return err
+			}
+		}
+	}
+	entries, err := os.ReadDir(filepath.Join(m.cfg.DataDir, "sandboxes"))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	for _, e := range entries {
+		if known[e.Name()] {
+			continue
+		}
+		m.log.WarnContext(ctx, "removing unknown sandbox directory", "sandbox_id", e.Name())
+		l := LayoutFor(m.cfg.DataDir, e.Name())
+		for _, pid := range agentPIDs(l.Socket) {
+			_ = ProcessRuntime{}.Stop(ctx, &Sandbox{AgentPID: pid}, l)
+		}
+		if err := os.RemoveAll(l.Dir); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (m *Manager) adopt(ctx context.Context, sb *Sandbox) error {
+	l := LayoutFor(m.cfg.DataDir, sb.ID)
+	rt, ok := m.runtimes[sb.Runtime]
+	var c *agent.Client
+	if ok && rt.Alive(sb, l) {
+		c = agent.NewClient(l.Socket, sb.AgentToken)
+		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		_, err := c.Ping(pctx)
+		cancel()
+		if err != nil {
+			c.Close()
+			c = nil
+		}
+	}
+	recs, err := m.store.ListCommands(ctx, sb.ID, m.cfg.MaxHistory+m.cfg.MaxCommands)
+	if err != nil {
+		return err
+	}
+	if c == nil {
+		m.log.WarnContext(ctx, "sandbox agent lost", "sandbox_id", sb.ID)
+		if ok {
+			_ = rt.Stop(ctx, sb, l)
+		}
+		if err := m.store.SetSandboxState(ctx, sb.ID, apitype.StateFailed, "agent_lost", 0); err != nil {
+			return err
+		}
+		for _, r := range recs {
+			if r.Status == apitype.CommandRunning {
+				m.interrupt(ctx, sb.ID, r.ID, "sandbox agent lost")
+			}
+		}
+		return nil
+	}
+	if sb.State != apitype.StateRunning {
+		if err := m.store.SetSandboxState(ctx, sb.ID, apitype.StateRunning, "", sb.AgentPID); err != nil {
+			c.Close()
+			return err
+		}
+	}
+	m.mu.Lock()
+	m.agents[sb.ID] = c
+	m.mu.Unlock()
+	m.log.InfoContext(ctx, "sandbox re-adopted", "sandbox_id", sb.ID, "agent_pid", sb.AgentPID)
+
+	// Commands the agent ran but the store never recorded (the daemon died
+	// between the two) are imported, so nothing runs unseen.
+	stored := map[string]bool{}
+	for _, r := range recs {
+		stored[r.ID] = true
+		if r.Status == apitype.CommandRunning {
+			m.watch(sb.ID, c, r.ID)
+		}
+	}
+	live, err := c.Commands(ctx)
+	if err != nil {
+		return nil // the watchers will notice
+	}
+	for _, r := range slices.Backward(live) {
+		if stored[r.ID] {
+			continue
+		}
+		r.SandboxID = sb.ID
+		if err := m.store.InsertCommand(ctx, &r); err != nil {
+			return err
+		}
+		if !r.Done() {
+			m.watch(sb.ID, c, r.ID)
+		}
+	}
+	return nil
+}
+
+// agentPIDs finds processes running an agent on socket.
+func agentPIDs(socket string) []int {
+	var out []int
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		var pid int
+		if _, err := fmt.Sscanf(e.Name(), "%d", &pid); err == nil && isAgent(pid, socket) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// Count returns the number of sandboxes by state.
+func (m *Manager) Count(ctx context.Context) (map[string]int, error) {
+	all, err := m.store.ListSandboxes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]int{}
+	for _, sb := range all {
+		out[sb.State]++
+	}
+	return out, nil
+}

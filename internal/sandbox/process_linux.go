@@ -1,0 +1,202 @@
+package sandbox
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/berthdev/berth/internal/errcode"
+)
+
+// ProcessRuntime runs the agent as a host process in its own session, in
+// the sandbox's workspace directory. It isolates nothing: use it only for
+// trusted code.
+type ProcessRuntime struct{}
+
+var _ Runtime = ProcessRuntime{}
+
+func (ProcessRuntime) Name() string     { return "process" }
+func (ProcessRuntime) Isolated() bool   { return false }
+func (ProcessRuntime) Available() error { return nil }
+
+// agentStartTimeout bounds how long an agent may take to listen.
+const agentStartTimeout = 10 * time.Second
+
+// Start execs "berth agent" with a fresh session, so it outlives the daemon
+// and can be re-adopted. The token travels on a pipe (fd 3), never in argv
+// or the environment; the agent says it is ready on another (fd 4).
+func (ProcessRuntime) Start(ctx context.Context, sb *Sandbox, l Layout, a AgentArgs) (int, error) {
+	logf, err := os.OpenFile(l.Log, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return 0, err
+	}
+	defer logf.Close()
+	tokR, tokW, err := os.Pipe()
+	if err != nil {
+		return 0, err
+	}
+	defer tokR.Close()
+	defer tokW.Close()
+	readyR, readyW, err := os.Pipe()
+	if err != nil {
+		return 0, err
+	}
+	defer readyR.Close()
+	defer readyW.Close()
+
+	cmd := exec.Command(a.Binary, "agent",
+		"--socket", l.Socket, "--workspace", l.Workspace, "--state", l.State,
+		"--output-cap", strconv.FormatInt(a.OutputCap, 10),
+		"--max-commands", strconv.Itoa(a.MaxCommands),
+		"--max-history", strconv.Itoa(a.MaxHistory),
+		"--max-upload", strconv.FormatInt(a.MaxUpload, 10),
+		"--token-fd", "3", "--ready-fd", "4")
+	cmd.Dir = l.Workspace
+	cmd.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C.UTF-8"}
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.ExtraFiles = []*os.File{tokR, readyW}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return 0, fmt.Errorf("starting agent: %w", err)
+	}
+	// Reap the agent if it exits while this daemon lives; after a daemon
+	// restart it is no longer our child and init (or a subreaper) reaps it.
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	tokR.Close()
+	readyW.Close()
+	if _, err := tokW.WriteString(a.Token + "\n"); err != nil {
+		_ = cmd.Process.Kill()
+		return 0, fmt.Errorf("passing agent token: %w", err)
+	}
+	tokW.Close()
+
+	ready := make(chan error, 1)
+	go func() {
+		line, err := bufio.NewReader(readyR).ReadString('\n')
+		if err == nil && strings.TrimSpace(line) != "ready" {
+			err = fmt.Errorf("unexpected %q", line)
+		}
+		ready <- err
+	}()
+	t := time.NewTimer(agentStartTimeout)
+	defer t.Stop()
+	select {
+	case err := <-ready:
+		if err == nil {
+			return cmd.Process.Pid, nil
+		}
+		_ = cmd.Process.Kill()
+		<-exited
+		return 0, fmt.Errorf("agent did not start: %s", logTail(l.Log))
+	case <-t.C:
+		_ = cmd.Process.Kill()
+		return 0, errcode.WithReason(errcode.Unavailable, "agent_start_timeout", "agent did not listen within %s", agentStartTimeout)
+	case <-ctx.Done():
+		_ = cmd.Process.Kill()
+		return 0, ctx.Err()
+	}
+}
+
+// logTail returns the last line of the agent's log, for error messages.
+func logTail(path string) string {
+	b, _ := os.ReadFile(path)
+	b = bytes.TrimSpace(b)
+	if i := bytes.LastIndexByte(b, '\n'); i >= 0 {
+		b = b[i+1:]
+	}
+	if len(b) > 300 {
+		b = b[len(b)-300:]
+	}
+	if len(b) == 0 {
+		return "no output"
+	}
+	return string(b)
+}
+
+// Alive checks the recorded PID still runs this sandbox's agent, so a
+// recycled PID is never taken for it.
+func (ProcessRuntime) Alive(sb *Sandbox, l Layout) bool {
+	return sb.AgentPID > 0 && isAgent(sb.AgentPID, l.Socket)
+}
+
+func isAgent(pid int, socket string) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	if err != nil {
+		return false
+	}
+	args := strings.Split(string(b), "\x00")
+	return len(args) > 1 && args[1] == "agent" && bytes.Contains(b, []byte("\x00"+socket+"\x00"))
+}
+
+// Stop asks the agent to end its commands and exit (SIGTERM), then kills
+// whatever of the sandbox's process tree is left.
+func (ProcessRuntime) Stop(ctx context.Context, sb *Sandbox, l Layout) error {
+	pid := sb.AgentPID
+	if pid <= 0 || !isAgent(pid, l.Socket) {
+		return nil
+	}
+	tree := descendants(pid)
+	_ = syscall.Kill(pid, syscall.SIGTERM)
+	deadline := time.Now().Add(5 * time.Second)
+	for isAgent(pid, l.Socket) && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if isAgent(pid, l.Socket) {
+		tree = append(tree, descendants(pid)...)
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	for _, p := range tree {
+		_ = syscall.Kill(p, syscall.SIGKILL)
+	}
+	for isAgent(pid, l.Socket) && ctx.Err() == nil {
+		time.Sleep(5 * time.Millisecond)
+	}
+	return nil
+}
+
+// descendants returns every process below pid, from /proc.
+func descendants(pid int) []int {
+	parent := map[int][]int{}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		i := strings.LastIndexByte(s, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(s[i+1:])
+		if len(f) < 2 {
+			continue
+		}
+		pp, _ := strconv.Atoi(f[1])
+		parent[pp] = append(parent[pp], p)
+	}
+	var out []int
+	queue := []int{pid}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		for _, c := range parent[p] {
+			out = append(out, c)
+			queue = append(queue, c)
+		}
+	}
+	return out
+}

@@ -1,0 +1,59 @@
+package sandbox
+
+import (
+	"context"
+	"path/filepath"
+)
+
+// Runtime starts and stops a sandbox's agent. Implementations: process
+// (here), container and gvisor (to come). Every runtime must pass the same
+// end-to-end suite.
+type Runtime interface {
+	// Name is the runtime's API name.
+	Name() string
+	// Isolated reports whether the runtime is a security boundary.
+	Isolated() bool
+	// Available returns nil when the runtime can be used on this machine,
+	// or an error whose reason and message say what is missing.
+	Available() error
+	// Start starts the sandbox's agent and returns once it listens on
+	// l.Socket. It returns the agent's host PID.
+	Start(ctx context.Context, sb *Sandbox, l Layout, a AgentArgs) (pid int, err error)
+	// Alive reports whether the agent of a sandbox started earlier (maybe
+	// by another daemon process) is still running.
+	Alive(sb *Sandbox, l Layout) bool
+	// Stop ends the agent and every process of the sandbox, and releases
+	// what the runtime holds for it. It is idempotent.
+	Stop(ctx context.Context, sb *Sandbox, l Layout) error
+}
+
+// Layout is where a sandbox lives on the host.
+type Layout struct {
+	Dir       string // <data>/sandboxes/<id>
+	Workspace string // the workspace directory
+	State     string // the agent's private state
+	Socket    string // the agent's unix socket
+	Log       string // the agent's log
+}
+
+// LayoutFor returns the layout of sandbox id under dataDir.
+func LayoutFor(dataDir, id string) Layout {
+	dir := filepath.Join(dataDir, "sandboxes", id)
+	return Layout{
+		Dir:       dir,
+		Workspace: filepath.Join(dir, "workspace"),
+		State:     filepath.Join(dir, "agent"),
+		Socket:    filepath.Join(dir, "agent", "agent.sock"),
+		Log:       filepath.Join(dir, "agent.log"),
+	}
+}
+
+// AgentArgs are the agent's settings, passed on its command line.
+type AgentArgs struct {
+	Binary      string // the berth binary
+	Token       string
+	OutputCap   int64
+	MaxCommands int
+	MaxHistory  int
+	MaxUpload   int64
+}

@@ -1,0 +1,61 @@
+package sandbox
+
+import (
+	"context"
+	"time"
+
+	"github.com/berthdev/berth/internal/apitype"
+)
+
+// Sandbox is a sandbox's durable record.
+type Sandbox struct {
+	ID      string
+	Name    string // optional; unique when set
+	Runtime string
+	State   string // one of the apitype.State* values
+	Reason  string // why it failed, when it did
+	Env     map[string]string
+	Labels  map[string]string
+
+	// AgentPID is the agent's host PID (process runtime) or 0.
+	AgentPID int
+	// AgentToken authenticates the daemon to the sandbox's agent. It is a
+	// secret and never leaves the daemon.
+	AgentToken string
+
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// Live reports whether the sandbox should have running compute.
+func (s *Sandbox) Live() bool {
+	return s.State == apitype.StateRunning || s.State == apitype.StateStarting
+}
+
+// CommandRecord is the durable part of a command: what was asked and how
+// it ended. Output lives with the agent.
+type CommandRecord = apitype.Command
+
+// Store is the persistence the Manager needs. Every method commits before
+// it returns.
+type Store interface {
+	// CreateSandbox inserts sb. A name already in use is errcode.Conflict
+	// with reason "name_taken".
+	CreateSandbox(ctx context.Context, sb *Sandbox) error
+	GetSandbox(ctx context.Context, id string) (*Sandbox, error)
+	GetSandboxByName(ctx context.Context, name string) (*Sandbox, error)
+	ListSandboxes(ctx context.Context) ([]*Sandbox, error)
+	// SetSandboxState updates state, reason and agent PID.
+	SetSandboxState(ctx context.Context, id, state, reason string, agentPID int) error
+	DeleteSandbox(ctx context.Context, id string) error
+
+	InsertCommand(ctx context.Context, c *CommandRecord) error
+	// FinishCommand stores a finished command's outcome, if the stored
+	// record still says running.
+	FinishCommand(ctx context.Context, c *CommandRecord) error
+	GetCommand(ctx context.Context, sandboxID, id string) (*CommandRecord, error)
+	// ListCommands returns a sandbox's commands, newest first.
+	ListCommands(ctx context.Context, sandboxID string, limit int) ([]*CommandRecord, error)
+	// PruneCommands deletes the oldest finished commands beyond keep.
+	PruneCommands(ctx context.Context, sandboxID string, keep int) error
+}

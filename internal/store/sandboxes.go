@@ -1,0 +1,185 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+
+	"github.com/berthdev/berth/internal/errcode"
+	"github.com/berthdev/berth/internal/sandbox"
+)
+
+var _ sandbox.Store = (*DB)(nil)
+
+func nullString(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+func mustJSON(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// CreateSandbox inserts a sandbox.
+func (db *DB) CreateSandbox(ctx context.Context, sb *sandbox.Sandbox) error {
+	_, err := db.db.ExecContext(ctx, `INSERT INTO sandboxes
+		(id, name, runtime, state, reason, env, labels, agent_pid, agent_token, created_at, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+		sb.ID, nullString(sb.Name), sb.Runtime, sb.State, sb.Reason, mustJSON(sb.Env), mustJSON(sb.Labels),
+		sb.AgentPID, sb.AgentToken, formatTime(sb.CreatedAt), formatTime(sb.UpdatedAt))
+	if isUnique(err) {
+		return errcode.WithReason(errcode.Conflict, "name_taken", "a sandbox named %q exists", sb.Name)
+	}
+	return err
+}
+
+const sandboxColumns = `id, name, runtime, state, reason, env, labels, agent_pid, agent_token, created_at, updated_at`
+
+func scanSandbox(row interface{ Scan(...any) error }) (*sandbox.Sandbox, error) {
+	var sb sandbox.Sandbox
+	var name sql.NullString
+	var env, labels, created, updated string
+	if err := row.Scan(&sb.ID, &name, &sb.Runtime, &sb.State, &sb.Reason, &env, &labels,
+		&sb.AgentPID, &sb.AgentToken, &created, &updated); err != nil {
+		return nil, err
+	}
+	sb.Name = name.String
+	_ = json.Unmarshal([]byte(env), &sb.Env)
+	_ = json.Unmarshal([]byte(labels), &sb.Labels)
+	sb.CreatedAt, sb.UpdatedAt = parseTime(created), parseTime(updated)
+	return &sb, nil
+}
+
+// GetSandbox returns a sandbox by ID.
+func (db *DB) GetSandbox(ctx context.Context, id string) (*sandbox.Sandbox, error) {
+	sb, err := scanSandbox(db.db.QueryRowContext(ctx, `SELECT `+sandboxColumns+` FROM sandboxes WHERE id = $1`, id))
+	return sb, notFound(err, "sandbox", id)
+}
+
+// GetSandboxByName returns a sandbox by name.
+func (db *DB) GetSandboxByName(ctx context.Context, name string) (*sandbox.Sandbox, error) {
+	sb, err := scanSandbox(db.db.QueryRowContext(ctx, `SELECT `+sandboxColumns+` FROM sandboxes WHERE name = $1`, name))
+	return sb, notFound(err, "sandbox", name)
+}
+
+// ListSandboxes returns every sandbox, oldest first.
+func (db *DB) ListSandboxes(ctx context.Context) ([]*sandbox.Sandbox, error) {
+	rows, err := db.db.QueryContext(ctx, `SELECT `+sandboxColumns+` FROM sandboxes ORDER BY created_at, id`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*sandbox.Sandbox
+	for rows.Next() {
+		sb, err := scanSandbox(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, sb)
+	}
+	return out, rows.Err()
+}
+
+// SetSandboxState updates a sandbox's state, reason and agent PID.
+func (db *DB) SetSandboxState(ctx context.Context, id, state, reason string, agentPID int) error {
+	res, err := db.db.ExecContext(ctx,
+		`UPDATE sandboxes SET state = $1, reason = $2, agent_pid = $3, updated_at = $4 WHERE id = $5`,
+		state, reason, agentPID, now(), id)
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return errcode.WithReason(errcode.NotFound, "sandbox_not_found", "sandbox %q not found", id)
+	}
+	return nil
+}
+
+// DeleteSandbox deletes a sandbox and its commands.
+func (db *DB) DeleteSandbox(ctx context.Context, id string) error {
+	_, err := db.db.ExecContext(ctx, `DELETE FROM sandboxes WHERE id = $1`, id)
+	return err
+}
+
+// InsertCommand stores a new command record, whatever its status.
+func (db *DB) InsertCommand(ctx context.Context, c *sandbox.CommandRecord) error {
+	_, err := db.db.ExecContext(ctx, `INSERT INTO commands
+		(id, sandbox_id, command, argv, cwd, timeout_ms, status, reason, exit_code, signal, started_at, finished_at,
+		 stdout_bytes, stderr_bytes, stdout_truncated, stderr_truncated, seq)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16,
+		        (SELECT COALESCE(MAX(seq), 0) + 1 FROM commands WHERE sandbox_id = $2))`,
+		c.ID, c.SandboxID, c.Command, mustJSON(c.Argv), c.Cwd, c.TimeoutMS, c.Status, c.Reason, c.ExitCode, c.Signal,
+		formatTime(c.StartedAt), timePtrValue(c.FinishedAt), c.StdoutBytes, c.StderrBytes,
+		boolInt(c.StdoutTruncated), boolInt(c.StderrTruncated))
+	return err
+}
+
+// FinishCommand stores how a command ended, once: a record that no longer
+// says running is left alone.
+func (db *DB) FinishCommand(ctx context.Context, c *sandbox.CommandRecord) error {
+	_, err := db.db.ExecContext(ctx, `UPDATE commands SET status = $1, reason = $2, exit_code = $3, signal = $4,
+		finished_at = $5, stdout_bytes = $6, stderr_bytes = $7, stdout_truncated = $8, stderr_truncated = $9
+		WHERE id = $10 AND sandbox_id = $11 AND status = 'running'`,
+		c.Status, c.Reason, c.ExitCode, c.Signal, timePtrValue(c.FinishedAt), c.StdoutBytes, c.StderrBytes,
+		boolInt(c.StdoutTruncated), boolInt(c.StderrTruncated), c.ID, c.SandboxID)
+	return err
+}
+
+const commandColumns = `id, sandbox_id, command, argv, cwd, timeout_ms, status, reason, exit_code, signal,
+	started_at, finished_at, stdout_bytes, stderr_bytes, stdout_truncated, stderr_truncated`
+
+func scanCommand(row interface{ Scan(...any) error }) (*sandbox.CommandRecord, error) {
+	var c sandbox.CommandRecord
+	var argv, started string
+	var finished sql.NullString
+	var exit sql.NullInt64
+	var outTrunc, errTrunc int
+	if err := row.Scan(&c.ID, &c.SandboxID, &c.Command, &argv, &c.Cwd, &c.TimeoutMS, &c.Status, &c.Reason,
+		&exit, &c.Signal, &started, &finished, &c.StdoutBytes, &c.StderrBytes, &outTrunc, &errTrunc); err != nil {
+		return nil, err
+	}
+	_ = json.Unmarshal([]byte(argv), &c.Argv)
+	if exit.Valid {
+		code := int(exit.Int64)
+		c.ExitCode = &code
+	}
+	c.StartedAt, c.FinishedAt = parseTime(started), parseTimePtr(finished)
+	c.StdoutTruncated, c.StderrTruncated = outTrunc != 0, errTrunc != 0
+	return &c, nil
+}
+
+// GetCommand returns one command of a sandbox.
+func (db *DB) GetCommand(ctx context.Context, sandboxID, id string) (*sandbox.CommandRecord, error) {
+	c, err := scanCommand(db.db.QueryRowContext(ctx,
+		`SELECT `+commandColumns+` FROM commands WHERE id = $1 AND sandbox_id = $2`, id, sandboxID))
+	return c, notFound(err, "command", id)
+}
+
+// ListCommands returns a sandbox's commands, newest first.
+func (db *DB) ListCommands(ctx context.Context, sandboxID string, limit int) ([]*sandbox.CommandRecord, error) {
+	rows, err := db.db.QueryContext(ctx, `SELECT `+commandColumns+` FROM commands
+		WHERE sandbox_id = $1 ORDER BY seq DESC LIMIT $2`, sandboxID, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*sandbox.CommandRecord
+	for rows.Next() {
+		c, err := scanCommand(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// PruneCommands deletes a sandbox's oldest finished commands beyond keep.
+func (db *DB) PruneCommands(ctx context.Context, sandboxID string, keep int) error {
+	_, err := db.db.ExecContext(ctx, `DELETE FROM commands WHERE sandbox_id = $1 AND status <> 'running' AND seq <= (
+		SELECT seq FROM commands WHERE sandbox_id = $1 AND status <> 'running' ORDER BY seq DESC LIMIT 1 OFFSET $2)`,
+		sandboxID, keep)
+	return err
+}

@@ -1,0 +1,193 @@
+package testenv
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/berthdev/berth/client"
+	"github.com/berthdev/berth/internal/daemon"
+)
+
+// Daemon is a Berth daemon started for a test.
+type Daemon struct {
+	URL     string
+	Token   string
+	DataDir string
+	Client  *client.Client
+	// Cmd is set for daemons run as a separate process.
+	Cmd *exec.Cmd
+}
+
+// StartDaemon runs the real daemon in this process on 127.0.0.1:0 with a
+// fresh data directory, the real berth binary as the sandbox agent, and the
+// given config tweaks. At cleanup it deletes every sandbox through the API,
+// stops the daemon and checks that no process of it is left.
+func StartDaemon(t testing.TB, tweak func(*daemon.Config)) *Daemon {
+	t.Helper()
+	NeedLinux(t)
+	dir := ShortTempDir(t)
+	cfg := daemon.Config{
+		DataDir: filepath.Join(dir, "d"), Listen: "127.0.0.1:0", Version: "test",
+		AgentBinary: Binary(t), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	}
+	if os.Getenv("BERTH_TEST_LOG") != "" {
+		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	if tweak != nil {
+		tweak(&cfg)
+	}
+	ready := make(chan string, 1)
+	cfg.Ready = func(addr string) { ready <- addr }
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- daemon.Run(ctx, cfg) }()
+	var addr string
+	select {
+	case addr = <-ready:
+	case err := <-done:
+		cancel()
+		t.Fatalf("daemon did not start: %v", err)
+	case <-time.After(30 * time.Second):
+		cancel()
+		t.Fatal("daemon did not start within 30s")
+	}
+	key, err := os.ReadFile(filepath.Join(cfg.DataDir, daemon.KeyFile))
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	d := &Daemon{URL: "http://" + addr, Token: strings.TrimSpace(string(key)), DataDir: cfg.DataDir}
+	d.Client = client.New(d.URL, d.Token)
+	t.Cleanup(func() {
+		d.DeleteAll(t)
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("daemon.Run: %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Error("daemon did not stop within 30s")
+		}
+		CheckNoProcesses(t, cfg.DataDir)
+	})
+	return d
+}
+
+// DeleteAll deletes every sandbox of the daemon.
+func (d *Daemon) DeleteAll(t testing.TB) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	list, err := d.Client.ListSandboxes(ctx)
+	if err != nil {
+		t.Errorf("listing sandboxes at cleanup: %v", err)
+		return
+	}
+	for _, sb := range list {
+		if err := d.Client.DeleteSandbox(ctx, sb.ID); err != nil {
+			t.Errorf("deleting %s at cleanup: %v", sb.ID, err)
+		}
+	}
+}
+
+// CheckNoProcesses fails t if any process still mentions dataDir, and
+// kills such processes so that one failing test does not leak into others.
+func CheckNoProcesses(t testing.TB, dataDir string) {
+	t.Helper()
+	var left []int
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		left = ProcessesUnder(dataDir)
+		if len(left) == 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for _, pid := range left {
+		b, _ := os.ReadFile("/proc/" + itoa(pid) + "/cmdline")
+		t.Errorf("process %d left behind: %s", pid, strings.ReplaceAll(string(b), "\x00", " "))
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }
+
+// StartDaemonProcess runs "berth serve" as a separate process on dataDir
+// (so that a test can kill -9 it) and waits until it serves.
+func StartDaemonProcess(t testing.TB, dataDir string, extraArgs ...string) *Daemon {
+	t.Helper()
+	bin := Binary(t)
+	_ = os.Remove(filepath.Join(dataDir, daemon.InfoFile))
+	args := append([]string{"serve", "--data", dataDir, "--listen", "127.0.0.1:0", "--log-level", "debug"}, extraArgs...)
+	cmd := exec.Command(bin, args...)
+	logf, err := os.OpenFile(filepath.Join(filepath.Dir(dataDir), "daemon.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logf.Close()
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(15 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+	})
+	var info daemon.Info
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		b, err := os.ReadFile(filepath.Join(dataDir, daemon.InfoFile))
+		if err == nil && json.Unmarshal(b, &info) == nil && info.PID == cmd.Process.Pid {
+			break
+		}
+		select {
+		case <-exited:
+			log, _ := os.ReadFile(filepath.Join(filepath.Dir(dataDir), "daemon.log"))
+			t.Fatalf("daemon exited before serving:\n%s", log)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("daemon did not serve within 30s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	key, err := os.ReadFile(filepath.Join(dataDir, daemon.KeyFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &Daemon{URL: info.URL, Token: strings.TrimSpace(string(key)), DataDir: dataDir, Cmd: cmd}
+	d.Client = client.New(d.URL, d.Token)
+	return d
+}
+
+// Kill9 kills a process daemon with SIGKILL and waits until it is gone.
+func (d *Daemon) Kill9(t testing.TB) {
+	t.Helper()
+	if d.Cmd == nil {
+		t.Fatal("Kill9 needs a daemon started with StartDaemonProcess")
+	}
+	_ = d.Cmd.Process.Kill()
+	Eventually(t, 10*time.Second, "daemon to die", func() bool {
+		return errors.Is(d.Cmd.Process.Signal(syscall.Signal(0)), os.ErrProcessDone)
+	})
+}

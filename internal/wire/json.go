@@ -1,0 +1,90 @@
+package wire
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/berthdev/berth/internal/errcode"
+)
+
+// MaxJSONBody caps ordinary JSON request bodies.
+const MaxJSONBody = 128 << 10
+
+// Validator is implemented by request types. Valid returns a problem per
+// invalid field, or nil.
+type Validator interface {
+	Valid() map[string]string
+}
+
+// Decode reads a JSON body of at most MaxJSONBody bytes into a T, rejecting
+// unknown fields and trailing data, and validates it when T implements
+// Validator. An empty body decodes as the zero T.
+func Decode[T any](w http.ResponseWriter, r *http.Request) (T, error) {
+	var v T
+	body := http.MaxBytesReader(w, r.Body, MaxJSONBody)
+	if err := DecodeJSON(body, &v); err != nil {
+		return v, err
+	}
+	if val, ok := any(&v).(Validator); ok {
+		if problems := val.Valid(); len(problems) > 0 {
+			return v, errcode.InvalidFields(problems)
+		}
+	}
+	return v, nil
+}
+
+// DecodeJSON decodes one JSON value from r into v strictly. It is the
+// decoder every request path shares (and the fuzz target).
+func DecodeJSON(r io.Reader, v any) error {
+	dec := json.NewDecoder(r)
+	dec.DisallowUnknownFields()
+	err := dec.Decode(v)
+	if err == io.EOF {
+		return nil
+	}
+	if err == nil {
+		var extra json.RawMessage
+		if err = dec.Decode(&extra); err == io.EOF {
+			return nil
+		}
+		if err == nil {
+			return errcode.WithReason(errcode.Invalid, "body_invalid", "request body has data after the JSON value")
+		}
+	}
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		return errcode.WithReason(errcode.PayloadTooLarge, "body_too_large", "request body is larger than %d bytes", tooBig.Limit)
+	}
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syn):
+		return errcode.WithReason(errcode.Invalid, "body_invalid", "request body is not valid JSON (at byte %d)", syn.Offset)
+	case errors.As(err, &typ):
+		return errcode.WithReason(errcode.Invalid, "body_invalid", "field %q must be a %s", typ.Field, typ.Type)
+	case strings.HasPrefix(err.Error(), "json: unknown field"):
+		return errcode.WithReason(errcode.Invalid, "body_invalid", "request body has an %s", strings.TrimPrefix(err.Error(), "json: "))
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return errcode.WithReason(errcode.Invalid, "body_invalid", "request body is truncated JSON")
+	}
+	return errcode.WithReason(errcode.Invalid, "body_invalid", "request body: %s", err.Error())
+}
+
+// Encode writes v as JSON with status.
+func Encode(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	if err := json.NewEncoder(w).Encode(v); err != nil {
+		// The status is out; all we can do is stop writing.
+		return
+	}
+}
+
+// Errorf is a shorthand used by handlers for invalid query parameters.
+func Errorf(reason, format string, args ...any) error {
+	return errcode.WithReason(errcode.Invalid, reason, "%s", fmt.Sprintf(format, args...))
+}
