@@ -613,8 +613,8 @@ func (m *Manager) Recover(ctx context.Context) error {
 		}
 		m.log.WarnContext(ctx, "removing unknown sandbox directory", "sandbox_id", e.Name())
 		l := LayoutFor(m.cfg.DataDir, e.Name())
-		for _, pid := range agentPIDs(l.Socket) {
-			_ = ProcessRuntime{}.Stop(ctx, &Sandbox{AgentPID: pid}, l)
+		if err := (ProcessRuntime{}).Stop(ctx, &Sandbox{ID: e.Name()}, l); err != nil {
+			m.log.ErrorContext(ctx, "stopping unknown sandbox", "sandbox_id", e.Name(), "err", err)
 		}
 		if err := os.RemoveAll(l.Dir); err != nil {
 			return err
@@ -693,19 +693,6 @@ func (m *Manager) adopt(ctx context.Context, sb *Sandbox) error {
 		}
 	}
 	return nil
-}
-
-// agentPIDs finds processes running an agent on socket.
-func agentPIDs(socket string) []int {
-	var out []int
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		var pid int
-		if _, err := fmt.Sscanf(e.Name(), "%d", &pid); err == nil && isAgent(pid, socket) {
-			out = append(out, pid)
-		}
-	}
-	return out
 }
 
 // Count returns the number of sandboxes by state.

@@ -138,29 +138,62 @@ func isAgent(pid int, socket string) bool {
 }
 
 // Stop asks the agent to end its commands and exit (SIGTERM), then kills
-// whatever of the sandbox's process tree is left.
+// whatever of the sandbox's processes are left: the agent's process tree,
+// and processes whose working directory is in the sandbox, which catches
+// those orphaned by an agent that died without cleaning up. (The process
+// runtime has no cgroup to kill by; the isolated runtimes do.)
 func (ProcessRuntime) Stop(ctx context.Context, sb *Sandbox, l Layout) error {
-	pid := sb.AgentPID
-	if pid <= 0 || !isAgent(pid, l.Socket) {
-		return nil
+	if pid := sb.AgentPID; pid > 0 && isAgent(pid, l.Socket) {
+		tree := descendants(pid)
+		_ = syscall.Kill(pid, syscall.SIGTERM)
+		deadline := time.Now().Add(5 * time.Second)
+		for isAgent(pid, l.Socket) && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+		if isAgent(pid, l.Socket) {
+			tree = append(tree, descendants(pid)...)
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		for _, p := range tree {
+			_ = syscall.Kill(p, syscall.SIGKILL)
+		}
 	}
-	tree := descendants(pid)
-	_ = syscall.Kill(pid, syscall.SIGTERM)
-	deadline := time.Now().Add(5 * time.Second)
-	for isAgent(pid, l.Socket) && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
+	for attempt := 0; ctx.Err() == nil; attempt++ {
+		left := processesOf(l)
+		if len(left) == 0 {
+			return nil
+		}
+		if attempt == 100 {
+			return fmt.Errorf("processes %v of sandbox %s survive SIGKILL", left, sb.ID)
+		}
+		for _, p := range left {
+			_ = syscall.Kill(p, syscall.SIGKILL)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
-	if isAgent(pid, l.Socket) {
-		tree = append(tree, descendants(pid)...)
-		_ = syscall.Kill(pid, syscall.SIGKILL)
+	return ctx.Err()
+}
+
+// processesOf lists the live processes that belong to a sandbox: its
+// agent, and every process whose working directory is inside it.
+func processesOf(l Layout) []int {
+	var out []int
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		if isAgent(pid, l.Socket) {
+			out = append(out, pid)
+			continue
+		}
+		cwd, err := os.Readlink("/proc/" + e.Name() + "/cwd")
+		if err == nil && (cwd == l.Dir || strings.HasPrefix(cwd, l.Dir+"/")) {
+			out = append(out, pid)
+		}
 	}
-	for _, p := range tree {
-		_ = syscall.Kill(p, syscall.SIGKILL)
-	}
-	for isAgent(pid, l.Socket) && ctx.Err() == nil {
-		time.Sleep(5 * time.Millisecond)
-	}
-	return nil
+	return out
 }
 
 // descendants returns every process below pid, from /proc.
