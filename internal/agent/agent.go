@@ -179,9 +179,7 @@ func (a *Agent) loadCommand(dir string) (*command, error) {
 
 // Run serves the agent API until ctx is done, then stops every command.
 func (a *Agent) Run(ctx context.Context) error {
-	// As a subreaper the agent inherits processes that commands orphan, so
-	// it can reap them and, on shutdown, kill them.
-	_ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+	becomeSubreaper()
 
 	os.Remove(a.cfg.Socket)
 	ln, err := listenUnix(a.cfg.Socket)

@@ -172,7 +172,7 @@ func (a *Agent) newCommand(req StartRequest, argv []string, cwd string, timeout 
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = filepath.Join(a.cfg.Workspace, cwd)
 	cmd.Env = env
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = commandAttr()
 	if !strings.Contains(argv[0], "/") {
 		if p, lerr := lookPath(argv[0], envValue(env, "PATH"), cmd.Dir); lerr == nil {
 			cmd.Path, cmd.Err = p, nil

@@ -142,6 +142,12 @@ func Run(ctx context.Context, cfg Config) error {
 		cfg.Ready(addr)
 	}
 
+	runCtx, stopRun := context.WithCancel(ctx)
+	defer stopRun()
+	watched := make(chan struct{})
+	go func() { defer close(watched); _ = mgr.Run(runCtx) }()
+	defer func() { stopRun(); <-watched }()
+
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {

@@ -198,3 +198,68 @@ func TestSecondDaemonRefusesDataDir(t *testing.T) {
 		t.Errorf("first daemon after the refused start: %v", err)
 	}
 }
+
+// TestSIGTERMShutsDownGracefully checks that SIGTERM ends the daemon with
+// status 0, removes its address file, and leaves sandboxes running for the
+// next start to re-adopt.
+func TestSIGTERMShutsDownGracefully(t *testing.T) {
+	t.Parallel()
+	dataDir := filepath.Join(testenv.ShortTempDir(t), "d")
+	d := testenv.StartDaemonProcess(t, dataDir)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	sb, err := d.Client.CreateSandbox(ctx, apitype.CreateSandboxRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Stop(t); err != nil {
+		t.Fatalf("daemon exit after SIGTERM: %v, want status 0", err)
+	}
+	if _, err := os.Stat(filepath.Join(dataDir, daemon.InfoFile)); !os.IsNotExist(err) {
+		t.Errorf("%s after shutdown: %v, want removed", daemon.InfoFile, err)
+	}
+	d2 := testenv.StartDaemonProcess(t, dataDir)
+	t.Cleanup(func() { d2.DeleteAll(t) })
+	c, err := d2.Client.Run(ctx, sb.ID, apitype.CreateCommandRequest{Command: "echo still here"})
+	if err != nil || c.Stdout != "still here\n" {
+		t.Errorf("command in the sandbox after a restart = %q, %v", c.Stdout, err)
+	}
+}
+
+// TestAgentDeathIsDetected kills a running sandbox's agent under a live
+// daemon: the sandbox becomes failed (agent_lost), its command interrupted,
+// and nothing of it keeps running.
+func TestAgentDeathIsDetected(t *testing.T) {
+	t.Parallel()
+	d := testenv.StartDaemon(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	sb := newSandbox(t, d)
+	other := newSandbox(t, d)
+	long, err := d.Client.Exec(ctx, sb.ID, apitype.CreateCommandRequest{Command: "sleep 120"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	socket := filepath.Join(filepath.Dir(sb.Workspace), "agent", "agent.sock")
+	agents := testenv.ProcessesUnder(socket)
+	if len(agents) != 1 {
+		t.Fatalf("agents = %v, want one", agents)
+	}
+	_ = syscall.Kill(agents[0], syscall.SIGKILL) // the agent this test's daemon started
+
+	testenv.Eventually(t, 15*time.Second, "sandbox to be marked failed", func() bool {
+		got, err := d.Client.GetSandbox(ctx, sb.ID)
+		return err == nil && got.State == apitype.StateFailed && got.Reason == "agent_lost"
+	})
+	rec, err := d.Client.Command(ctx, sb.ID, long.ID, client.CommandQuery{})
+	if err != nil || rec.Status != apitype.CommandInterrupted {
+		t.Errorf("command = %+v, %v; want interrupted", rec, err)
+	}
+	testenv.Eventually(t, 10*time.Second, "the sandbox's processes to be gone", func() bool {
+		return len(testenv.ProcessesUnder(filepath.Dir(sb.Workspace))) == 0
+	})
+	// Positive control: the other sandbox is untouched.
+	if c, err := d.Client.Run(ctx, other.ID, apitype.CreateCommandRequest{Command: "echo ok"}); err != nil || c.Stdout != "ok\n" {
+		t.Errorf("other sandbox: %q, %v", c.Stdout, err)
+	}
+}

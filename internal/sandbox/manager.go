@@ -642,19 +642,7 @@ func (m *Manager) adopt(ctx context.Context, sb *Sandbox) error {
 		return err
 	}
 	if c == nil {
-		m.log.WarnContext(ctx, "sandbox agent lost", "sandbox_id", sb.ID)
-		if ok {
-			_ = rt.Stop(ctx, sb, l)
-		}
-		if err := m.store.SetSandboxState(ctx, sb.ID, apitype.StateFailed, "agent_lost", 0); err != nil {
-			return err
-		}
-		for _, r := range recs {
-			if r.Status == apitype.CommandRunning {
-				m.interrupt(ctx, sb.ID, r.ID, "sandbox agent lost")
-			}
-		}
-		return nil
+		return m.markLost(ctx, sb, recs)
 	}
 	if sb.State != apitype.StateRunning {
 		if err := m.store.SetSandboxState(ctx, sb.ID, apitype.StateRunning, "", sb.AgentPID); err != nil {
@@ -693,6 +681,80 @@ func (m *Manager) adopt(ctx context.Context, sb *Sandbox) error {
 		}
 	}
 	return nil
+}
+
+// markLost records that a live sandbox's agent is gone: it kills what is
+// left of the sandbox, marks it failed (reason agent_lost) and its running
+// commands interrupted. The workspace stays until the sandbox is deleted.
+func (m *Manager) markLost(ctx context.Context, sb *Sandbox, recs []*CommandRecord) error {
+	m.log.WarnContext(ctx, "sandbox agent lost", "sandbox_id", sb.ID, "agent_pid", sb.AgentPID)
+	m.mu.Lock()
+	if c, ok := m.agents[sb.ID]; ok {
+		c.Close()
+		delete(m.agents, sb.ID)
+	}
+	m.mu.Unlock()
+	if rt, ok := m.runtimes[sb.Runtime]; ok {
+		if err := rt.Stop(ctx, sb, LayoutFor(m.cfg.DataDir, sb.ID)); err != nil {
+			m.log.ErrorContext(ctx, "stopping lost sandbox", "sandbox_id", sb.ID, "err", err)
+		}
+	}
+	if err := m.store.SetSandboxState(ctx, sb.ID, apitype.StateFailed, "agent_lost", 0); err != nil {
+		return err
+	}
+	for _, r := range recs {
+		if r.Status == apitype.CommandRunning {
+			m.interrupt(ctx, sb.ID, r.ID, "sandbox agent lost")
+		}
+	}
+	return nil
+}
+
+// agentCheckInterval is how often Run checks that live agents still run.
+const agentCheckInterval = time.Second
+
+// Run watches live sandboxes until ctx ends: one whose agent died (killed,
+// crashed, out of memory) is marked failed with reason agent_lost.
+func (m *Manager) Run(ctx context.Context) error {
+	t := time.NewTicker(agentCheckInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+			m.checkAgents(ctx)
+		}
+	}
+}
+
+func (m *Manager) checkAgents(ctx context.Context) {
+	m.mu.Lock()
+	ids := slices.Collect(maps.Keys(m.agents))
+	m.mu.Unlock()
+	for _, id := range ids {
+		if err := m.checkAgent(ctx, id); err != nil && ctx.Err() == nil {
+			m.log.ErrorContext(ctx, "checking sandbox agent", "sandbox_id", id, "err", err)
+		}
+	}
+}
+
+func (m *Manager) checkAgent(ctx context.Context, id string) error {
+	unlock := m.lock(id)
+	defer unlock()
+	sb, err := m.store.GetSandbox(ctx, id)
+	if err != nil || sb.State != apitype.StateRunning {
+		return nil // deleted or changing: whoever changed it owns it
+	}
+	rt, ok := m.runtimes[sb.Runtime]
+	if !ok || rt.Alive(sb, LayoutFor(m.cfg.DataDir, sb.ID)) {
+		return nil
+	}
+	recs, err := m.store.ListCommands(ctx, sb.ID, m.cfg.MaxHistory+m.cfg.MaxCommands)
+	if err != nil {
+		return err
+	}
+	return m.markLost(ctx, sb, recs)
 }
 
 // Count returns the number of sandboxes by state.

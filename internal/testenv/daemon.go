@@ -3,7 +3,6 @@ package testenv
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"log/slog"
 	"os"
@@ -27,6 +26,9 @@ type Daemon struct {
 	Client  *client.Client
 	// Cmd is set for daemons run as a separate process.
 	Cmd *exec.Cmd
+
+	exited  chan struct{} // closed when Cmd has been waited for
+	waitErr error
 }
 
 // StartDaemon runs the real daemon in this process on 127.0.0.1:0 with a
@@ -142,8 +144,9 @@ func StartDaemonProcess(t testing.TB, dataDir string, extraArgs ...string) *Daem
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
+	d := &Daemon{DataDir: dataDir, Cmd: cmd, exited: make(chan struct{})}
+	go func() { d.waitErr = cmd.Wait(); close(d.exited) }()
+	exited := d.exited
 	t.Cleanup(func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		select {
@@ -175,9 +178,22 @@ func StartDaemonProcess(t testing.TB, dataDir string, extraArgs ...string) *Daem
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := &Daemon{URL: info.URL, Token: strings.TrimSpace(string(key)), DataDir: dataDir, Cmd: cmd}
+	d.URL, d.Token = info.URL, strings.TrimSpace(string(key))
 	d.Client = client.New(d.URL, d.Token)
 	return d
+}
+
+// Stop sends SIGTERM to a process daemon and returns how it exited.
+func (d *Daemon) Stop(t testing.TB) error {
+	t.Helper()
+	_ = d.Cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-d.exited:
+		return d.waitErr
+	case <-time.After(30 * time.Second):
+		t.Fatal("daemon did not stop within 30s of SIGTERM")
+		return nil
+	}
 }
 
 // Kill9 kills a process daemon with SIGKILL and waits until it is gone.
@@ -187,7 +203,9 @@ func (d *Daemon) Kill9(t testing.TB) {
 		t.Fatal("Kill9 needs a daemon started with StartDaemonProcess")
 	}
 	_ = d.Cmd.Process.Kill()
-	Eventually(t, 10*time.Second, "daemon to die", func() bool {
-		return errors.Is(d.Cmd.Process.Signal(syscall.Signal(0)), os.ErrProcessDone)
-	})
+	select {
+	case <-d.exited:
+	case <-time.After(10 * time.Second):
+		t.Fatal("daemon did not die within 10s of SIGKILL")
+	}
 }
