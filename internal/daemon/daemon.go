@@ -108,7 +108,12 @@ func Run(ctx context.Context, cfg Config) error {
 		DataDir: dataDir, AgentBinary: bin, MaxSandboxes: cfg.MaxSandboxes, MaxCommands: cfg.MaxCommands,
 		MaxHistory: cfg.MaxHistory, OutputCap: cfg.OutputCap, MaxUpload: cfg.MaxUpload,
 		DefaultTimeout: cfg.DefaultTimeout, MaxTimeout: cfg.MaxTimeout, Logger: log,
-	}, db, sandbox.ProcessRuntime{})
+	}, db, sandbox.ProcessRuntime{},
+		sandbox.UnavailableRuntime{RuntimeName: "container", IsIsolated: true,
+			Why: "not implemented in this version of berth; use the process runtime for trusted code"},
+		sandbox.UnavailableRuntime{RuntimeName: "gvisor", IsIsolated: true,
+			Why: "not implemented in this version of berth; use the process runtime for trusted code"},
+	)
 	defer mgr.Close()
 	if err := mgr.Recover(ctx); err != nil {
 		return fmt.Errorf("recovering sandboxes: %w", err)

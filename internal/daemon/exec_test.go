@@ -404,13 +404,17 @@ func TestSandboxLimitsAndNames(t *testing.T) {
 		name string
 		req  apitype.CreateSandboxRequest
 	}{
-		{"bad runtime", apitype.CreateSandboxRequest{Runtime: "vm"}},
+		{"unknown runtime", apitype.CreateSandboxRequest{Runtime: "vm"}},
 		{"bad name", apitype.CreateSandboxRequest{Name: "../x"}},
 		{"bad env", apitype.CreateSandboxRequest{Env: map[string]string{"A=B": "c"}}},
 	} {
 		if _, err := d.Client.CreateSandbox(ctx, tt.req); !client.IsCode(err, errcode.Invalid) {
 			t.Errorf("%s: err = %v, want invalid", tt.name, err)
 		}
+	}
+	// A runtime the daemon knows but cannot offer says why.
+	if _, err := d.Client.CreateSandbox(ctx, apitype.CreateSandboxRequest{Runtime: "container"}); !client.IsCode(err, errcode.Unimplemented) || errcode.ReasonOf(err) != "runtime_unavailable" {
+		t.Errorf("container runtime: err = %v, want unimplemented runtime_unavailable", err)
 	}
 	list, err := d.Client.ListSandboxes(ctx)
 	if err != nil || len(list) != 2 {
