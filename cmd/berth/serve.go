@@ -111,6 +111,7 @@ func (a *app) agentCommand() *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
+	f.StringVar(&cfg.SandboxID, "sandbox-id", "", "the sandbox's ID")
 	f.StringVar(&cfg.Socket, "socket", "", "unix socket to listen on")
 	f.StringVar(&cfg.Workspace, "workspace", "", "workspace directory")
 	f.StringVar(&cfg.StateDir, "state", "", "state directory")

@@ -25,6 +25,7 @@ import (
 
 // Config configures an agent. Zero limits take the defaults below.
 type Config struct {
+	SandboxID string // stamped on command records
 	Socket    string // unix socket to listen on
 	Workspace string // the workspace directory, as the agent sees it
 	StateDir  string // private state: command output and metadata

@@ -160,7 +160,7 @@ func (a *Agent) newCommand(req StartRequest, argv []string, cwd string, timeout 
 		stderr: newOutput(errF, a.cfg.OutputCap),
 		done:   make(chan struct{}),
 		rec: apitype.Command{
-			ID: req.ID, Status: apitype.CommandRunning, Command: req.Command, Argv: argv,
+			ID: req.ID, SandboxID: a.cfg.SandboxID, Status: apitype.CommandRunning, Command: req.Command, Argv: argv,
 			Cwd: req.Cwd, TimeoutMS: timeout.Milliseconds(), StartedAt: time.Now().UTC(),
 		},
 	}

@@ -96,7 +96,7 @@ type Command struct {
 	Status     string     `json:"status"`
 	Reason     string     `json:"reason,omitempty"`
 	Command    string     `json:"command,omitempty"`
-	Argv       []string   `json:"argv"`
+	Argv       []string   `json:"argv,omitempty"`
 	Cwd        string     `json:"cwd,omitempty"`
 	TimeoutMS  int64      `json:"timeout_ms"`
 	ExitCode   *int       `json:"exit_code,omitempty"`
@@ -140,7 +140,7 @@ type StdinRequest struct {
 // (or DataBase64 for bytes that are not UTF-8) and the Offset at which it
 // starts; the exit event carries the final Command record without output.
 type StreamEvent struct {
-	Offset     int64    `json:"offset,omitempty"`
+	Offset     int64    `json:"offset"`
 	Data       string   `json:"data,omitempty"`
 	DataBase64 string   `json:"data_base64,omitempty"`
 	Command    *Command `json:"command,omitempty"`

@@ -293,6 +293,10 @@ func (m *Manager) start(ctx context.Context, sb *Sandbox, rt Runtime) error {
 		MaxCommands: m.cfg.MaxCommands, MaxHistory: m.cfg.MaxHistory, MaxUpload: m.cfg.MaxUpload,
 	})
 	if err != nil {
+		var ce *errcode.Error
+		if errors.As(err, &ce) {
+			return err
+		}
 		return errcode.Wrap(errcode.Unavailable, err, "starting the %s runtime failed", rt.Name())
 	}
 	sb.AgentPID = pid
@@ -403,11 +407,6 @@ func (m *Manager) ValidExec(req *ExecSpec) error {
 	}
 	if strings.ContainsRune(req.Command, 0) || slices.ContainsFunc(req.Argv, func(a string) bool { return strings.ContainsRune(a, 0) }) {
 		p["command"] = "must not contain NUL"
-	}
-	if req.Cwd != "" {
-		if _, err := agent.CleanPath(req.Cwd); err != nil {
-			p["cwd"] = err.(*errcode.Error).Message
-		}
 	}
 	ValidateEnv(req.Env, p, "env")
 	switch {

@@ -52,7 +52,7 @@ func (ProcessRuntime) Start(ctx context.Context, sb *Sandbox, l Layout, a AgentA
 	defer readyR.Close()
 	defer readyW.Close()
 
-	cmd := exec.Command(a.Binary, "agent",
+	cmd := exec.Command(a.Binary, "agent", "--sandbox-id", sb.ID,
 		"--socket", l.Socket, "--workspace", l.Workspace, "--state", l.State,
 		"--output-cap", strconv.FormatInt(a.OutputCap, 10),
 		"--max-commands", strconv.Itoa(a.MaxCommands),
@@ -143,6 +143,9 @@ func isAgent(pid int, socket string) bool {
 // those orphaned by an agent that died without cleaning up. (The process
 // runtime has no cgroup to kill by; the isolated runtimes do.)
 func (ProcessRuntime) Stop(ctx context.Context, sb *Sandbox, l Layout) error {
+	// A live agent is a subreaper: everything the sandbox started is in its
+	// process tree. Only when it is gone are orphans looked for by working
+	// directory (which could also catch an operator's shell in there).
 	if pid := sb.AgentPID; pid > 0 && isAgent(pid, l.Socket) {
 		tree := descendants(pid)
 		_ = syscall.Kill(pid, syscall.SIGTERM)
@@ -157,6 +160,10 @@ func (ProcessRuntime) Stop(ctx context.Context, sb *Sandbox, l Layout) error {
 		for _, p := range tree {
 			_ = syscall.Kill(p, syscall.SIGKILL)
 		}
+		for isAgent(pid, l.Socket) && ctx.Err() == nil {
+			time.Sleep(5 * time.Millisecond)
+		}
+		return nil
 	}
 	for attempt := 0; ctx.Err() == nil; attempt++ {
 		left := processesOf(l)
