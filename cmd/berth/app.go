@@ -94,7 +94,34 @@ func (a *app) rootCommand() *cobra.Command {
 			RunE: func(*cobra.Command, []string) error { fmt.Fprintln(a.stdout, version); return nil },
 		},
 	)
+	markUsageErrors(root)
 	return root
+}
+
+// markUsageErrors makes argument errors usage errors (exit 2) throughout the
+// tree, and makes command groups reject an unknown subcommand (cobra would
+// print help and exit 0, or exit 1).
+func markUsageErrors(cmd *cobra.Command) {
+	for _, sub := range cmd.Commands() {
+		markUsageErrors(sub)
+	}
+	if !cmd.Runnable() {
+		cmd.Args = cobra.ArbitraryArgs
+		cmd.RunE = func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return cmd.Help()
+			}
+			return usageError{fmt.Errorf("unknown command %q for %q", args[0], cmd.CommandPath())}
+		}
+	}
+	if check := cmd.Args; check != nil {
+		cmd.Args = func(cmd *cobra.Command, args []string) error {
+			if err := check(cmd, args); err != nil {
+				return usageError{err}
+			}
+			return nil
+		}
+	}
 }
 
 // dataDir returns the data directory the client side should read.

@@ -50,7 +50,20 @@ input is forwarded to the command.`,
 			ctx := cmd.Context()
 			sbID := args[0]
 			req := apitype.CreateCommandRequest{Argv: args[1:], Cwd: cwd, Env: envMap, TimeoutMS: timeout.Milliseconds(), StdinOpen: interactive}
-			rec, err := c.Exec(ctx, sbID, req)
+			// Finish starting the command even when interrupted meanwhile
+			// (giving up 5s after the interrupt): a command started but
+			// unseen could not be canceled, and would run on.
+			startCtx, giveUp := context.WithCancel(context.WithoutCancel(ctx))
+			defer giveUp()
+			stopGiveUp := context.AfterFunc(ctx, func() { time.AfterFunc(5*time.Second, giveUp) })
+			rec, err := c.Exec(startCtx, sbID, req)
+			stopGiveUp()
+			if ctx.Err() != nil {
+				if err == nil {
+					cancelCommand(c, sbID, rec.ID)
+				}
+				return exitError{exitCanceled}
+			}
 			if err != nil {
 				return err
 			}
@@ -75,9 +88,7 @@ input is forwarded to the command.`,
 			if err != nil {
 				if ctx.Err() != nil {
 					// Interrupted here: stop the command there too.
-					cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-					_, _ = c.Cancel(cctx, sbID, rec.ID)
-					cancel()
+					cancelCommand(c, sbID, rec.ID)
 					return exitError{exitCanceled}
 				}
 				return err
@@ -91,6 +102,13 @@ input is forwarded to the command.`,
 	f.DurationVar(&timeout, "timeout", 0, "kill the command after this long (default: the daemon's)")
 	f.BoolVarP(&interactive, "interactive", "i", false, "forward standard input")
 	return cmd
+}
+
+// cancelCommand cancels a command after berth exec was interrupted.
+func cancelCommand(c *client.Client, sbID, cmdID string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, _ = c.Cancel(ctx, sbID, cmdID)
 }
 
 // exitFor maps a finished command to berth's exit code, printing why when

@@ -214,7 +214,9 @@ func (a *Agent) newCommand(req StartRequest, argv []string, cwd string, timeout 
 	}
 	c.pgid = cmd.Process.Pid
 	c.rec.PID = cmd.Process.Pid
-	a.persist(c)
+	// meta.json is written when the command ends. A command the agent
+	// dies in the middle of has none and is dropped at the next load; the
+	// daemon's store, which recorded the start, marks it interrupted.
 
 	var copiers sync.WaitGroup
 	copiers.Add(2)

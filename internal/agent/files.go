@@ -37,14 +37,15 @@ func fileError(err error, p string) error {
 		return errcode.WithReason(errcode.Invalid, ReasonPathEscapes, "path %q resolves outside the workspace", p)
 	case errors.Is(err, fs.ErrNotExist):
 		return errcode.WithReason(errcode.NotFound, "file_not_found", "%q does not exist", p)
+	// Before fs.ErrExist, which ENOTEMPTY also matches.
+	case errors.Is(err, syscall.ENOTEMPTY):
+		return errcode.WithReason(errcode.Conflict, ReasonNotEmpty, "directory %q is not empty (use recursive=true)", p)
 	case errors.Is(err, fs.ErrExist):
 		return errcode.WithReason(errcode.Conflict, ReasonExists, "%q already exists", p)
 	case errors.Is(err, syscall.ENOTDIR):
 		return errcode.WithReason(errcode.Invalid, ReasonNotDirectory, "a parent of %q is not a directory", p)
 	case errors.Is(err, syscall.EISDIR):
 		return errcode.WithReason(errcode.Invalid, ReasonIsDirectory, "%q is a directory", p)
-	case errors.Is(err, syscall.ENOTEMPTY):
-		return errcode.WithReason(errcode.Conflict, ReasonNotEmpty, "directory %q is not empty (use recursive=true)", p)
 	case errors.Is(err, syscall.ELOOP):
 		return errcode.WithReason(errcode.Invalid, ReasonIsSymlink, "%q is a symbolic link loop or not allowed", p)
 	case errors.Is(err, syscall.ENAMETOOLONG):
@@ -115,7 +116,13 @@ func (a *Agent) handleListFiles(w http.ResponseWriter, r *http.Request) {
 		limit = min(n, MaxListLimit)
 	}
 	cursor := r.URL.Query().Get("cursor")
-	f, err := a.root.Open(dir)
+	// O_DIRECTORY makes the kernel refuse anything else before opening
+	// it, so listing a FIFO cannot block and listing a device never
+	// reaches its driver.
+	f, err := a.root.OpenFile(dir, os.O_RDONLY|syscall.O_DIRECTORY, 0)
+	if errors.Is(err, syscall.ENOTDIR) {
+		err = errcode.WithReason(errcode.Invalid, ReasonNotDirectory, "%q is not a directory", raw)
+	}
 	if err != nil {
 		a.fail(w, r, fileError(err, raw))
 		return
@@ -361,6 +368,12 @@ func (a *Agent) handleMove(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, errcode.WithReason(errcode.Invalid, ReasonWorkspaceOp, "cannot move the workspace itself"))
 		return
 	}
+	// rename(2) would refuse with EINVAL; refusing first also keeps
+	// MkdirAll below from creating directories inside the source.
+	if strings.HasPrefix(to, from+"/") {
+		a.fail(w, r, errcode.WithReason(errcode.Invalid, ReasonPathInvalid, "cannot move %q into itself", req.From))
+		return
+	}
 	if _, err := a.root.Lstat(from); err != nil {
 		a.fail(w, r, fileError(err, req.From))
 		return
@@ -376,6 +389,9 @@ func (a *Agent) handleMove(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := a.root.Rename(from, to); err != nil {
+		if errors.Is(err, syscall.EINVAL) { // into itself, through a symbolic link
+			err = errcode.WithReason(errcode.Invalid, ReasonPathInvalid, "cannot move %q into itself", req.From)
+		}
 		a.fail(w, r, fileError(err, req.To))
 		return
 	}

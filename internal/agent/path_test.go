@@ -1,0 +1,145 @@
+package agent
+
+import (
+	"path"
+	"strings"
+	"testing"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/berthdev/berth/internal/errcode"
+)
+
+func TestCleanPath(t *testing.T) {
+	t.Parallel()
+	long := func(n int) string { return strings.Repeat("x", n) }
+	tests := []struct {
+		name string
+		in   string
+		want string // clean form, when wantReason is ""
+		// wantReason is the reason of the errcode.Invalid error, or "".
+		wantReason string
+	}{
+		{"plain", "a.txt", "a.txt", ""},
+		{"dot slash", "./a.txt", "a.txt", ""},
+		{"redundant separators", "a//b/./c/", "a/b/c", ""},
+		{"dotdot inside", "a/b/../c", "a/c", ""},
+		{"workspace itself", ".", ".", ""},
+		{"dotdot back to root", "a/..", ".", ""},
+		{"dotdot names are names", "..foo/bar..", "..foo/bar..", ""},
+		{"three dots", "...", "...", ""},
+		{"unicode", "é/日本.txt", "é/日本.txt", ""},
+		{"space and punctuation", "a b/c-d_e+f=g,h;i'j\"k", "a b/c-d_e+f=g,h;i'j\"k", ""},
+		{"backslash is a name byte", `a\..\..\b`, `a\..\..\b`, ""},
+		{"workspace prefix", "/workspace", ".", ""},
+		{"workspace prefix slash", "/workspace/", ".", ""},
+		{"workspace absolute", "/workspace/notes/a.txt", "notes/a.txt", ""},
+		{"workspace absolute unclean", "//workspace//notes/../b", "b", ""},
+		{"workspace dotdot back in", "/workspace/../workspace/x", "x", ""},
+		{"workspace named inside", "/workspace/workspace", "workspace", ""},
+		{"max component", long(MaxComponentBytes), long(MaxComponentBytes), ""},
+		{"max path", strings.Repeat("a/", MaxPathBytes/2-1) + "bb", strings.Repeat("a/", MaxPathBytes/2-1) + "bb", ""},
+		{"long component removed by dotdot", long(300) + "/../a", "a", ""},
+
+		{"empty", "", "", ReasonPathInvalid},
+		{"NUL", "a\x00b", "", ReasonPathInvalid},
+		{"NUL escape", "a\x00/../../etc", "", ReasonPathInvalid},
+		{"newline", "a\nb", "", ReasonPathInvalid},
+		{"carriage return", "a\rb", "", ReasonPathInvalid},
+		{"tab", "a\tb", "", ReasonPathInvalid},
+		{"escape", "\x1b[31m", "", ReasonPathInvalid},
+		{"DEL", "a\x7f", "", ReasonPathInvalid},
+		{"C1 NEL", "a\u0085b", "", ReasonPathInvalid},
+		{"C1 last", "\u009f", "", ReasonPathInvalid},
+		{"invalid UTF-8", "a\xffb", "", ReasonPathInvalid},
+		{"truncated UTF-8", "a\xc3", "", ReasonPathInvalid},
+		{"overlong UTF-8 slash", "a\xc0\xafb", "", ReasonPathInvalid},
+		{"dotdot", "..", "", ReasonPathEscapes},
+		{"dotdot slash", "../", "", ReasonPathEscapes},
+		{"dot dotdot", "./..", "", ReasonPathEscapes},
+		{"climb", "../../../etc/passwd", "", ReasonPathEscapes},
+		{"climb after descent", "a/../../x", "", ReasonPathEscapes},
+		{"absolute host", "/etc/passwd", "", ReasonPathEscapes},
+		{"absolute root", "/", "", ReasonPathEscapes},
+		{"absolute double slash root", "//", "", ReasonPathEscapes},
+		{"absolute prefix lookalike", "/workspacefoo/x", "", ReasonPathEscapes},
+		{"absolute shorter prefix", "/work", "", ReasonPathEscapes},
+		{"absolute leaves workspace", "/workspace/../etc/passwd", "", ReasonPathEscapes},
+		{"absolute cleaned escape", "/workspace/a/../../etc", "", ReasonPathEscapes},
+		{"path too long", long(MaxPathBytes + 1), "", ReasonPathTooLong},
+		{"5000 bytes", strings.Repeat("abcd/", 1000), "", ReasonPathTooLong},
+		{"10k deep", strings.Repeat("a/", 10000), "", ReasonPathTooLong},
+		{"component too long", long(MaxComponentBytes + 1), "", ReasonPathTooLong},
+		{"300 byte component", "a/" + long(300) + "/b", "", ReasonPathTooLong},
+		{"long component in workspace path", "/workspace/" + long(300), "", ReasonPathTooLong},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got, err := CleanPath(tt.in)
+			if tt.wantReason == "" {
+				if err != nil || got != tt.want {
+					t.Fatalf("CleanPath(%q) = %q, %v, want %q", tt.in, got, err, tt.want)
+				}
+				return
+			}
+			if code, reason := errcode.CodeOf(err), errcode.ReasonOf(err); code != errcode.Invalid || reason != tt.wantReason {
+				t.Fatalf("CleanPath(%q) = %q, %v (%s/%s), want error %s/%s", tt.in, got, err, code, reason, errcode.Invalid, tt.wantReason)
+			}
+		})
+	}
+}
+
+// FuzzCleanPath checks the invariants the agent relies on when it hands a
+// cleaned path to its os.Root: whatever a client sends, an accepted path is
+// relative, does not climb, carries no control characters and is short
+// enough for the kernel.
+func FuzzCleanPath(f *testing.F) {
+	for _, s := range []string{
+		"a.txt", "./a/../b", "..", "../../../etc/passwd", "a/../../x", "/etc/passwd",
+		"/workspace/notes/a.txt", "/workspace/../etc", "/workspacefoo", "a\x00/../../etc",
+		"a\nb", "\u0085", "\xff", "é/日本", "..foo", "//workspace//x/..",
+		strings.Repeat("a/", 2100), strings.Repeat("x", 256),
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		got, err := CleanPath(in)
+		if err != nil {
+			switch r := errcode.ReasonOf(err); {
+			case errcode.CodeOf(err) != errcode.Invalid:
+				t.Fatalf("CleanPath(%q) error code = %s, want %s", in, errcode.CodeOf(err), errcode.Invalid)
+			case r != ReasonPathInvalid && r != ReasonPathEscapes && r != ReasonPathTooLong:
+				t.Fatalf("CleanPath(%q) error reason = %q, want a path reason", in, r)
+			}
+			return
+		}
+		switch {
+		case got == "":
+			t.Fatalf("CleanPath(%q) = \"\", want a path (\".\" for the workspace)", in)
+		case path.IsAbs(got):
+			t.Fatalf("CleanPath(%q) = %q, want a relative path", in, got)
+		case got == ".." || strings.HasPrefix(got, "../"):
+			t.Fatalf("CleanPath(%q) = %q, want a path that does not climb", in, got)
+		case path.Clean(got) != got:
+			t.Fatalf("CleanPath(%q) = %q, not clean: path.Clean gives %q", in, got, path.Clean(got))
+		case len(got) > MaxPathBytes:
+			t.Fatalf("CleanPath(%q) = %d bytes, want at most %d", in, len(got), MaxPathBytes)
+		case !utf8.ValidString(got):
+			t.Fatalf("CleanPath(%q) = %q, want valid UTF-8", in, got)
+		case strings.ContainsFunc(got, unicode.IsControl):
+			t.Fatalf("CleanPath(%q) = %q, want no control characters", in, got)
+		}
+		for c := range strings.SplitSeq(got, "/") {
+			if c == ".." || len(c) > MaxComponentBytes {
+				t.Fatalf("CleanPath(%q) = %q, has component %q", in, got, c)
+			}
+		}
+		if again, err := CleanPath(got); err != nil || again != got {
+			t.Fatalf("CleanPath(CleanPath(%q)) = %q, %v, want %q (idempotent)", in, again, err, got)
+		}
+		if !strings.HasPrefix(in, "/") && got != path.Clean(in) {
+			t.Fatalf("CleanPath(%q) = %q, want path.Clean's %q for a relative path", in, got, path.Clean(in))
+		}
+	})
+}
