@@ -78,3 +78,16 @@ func CleanPath(p string) (string, error) {
 	}
 	return clean, nil
 }
+
+// cleanPath is CleanPath that also takes absolute paths under the agent's
+// own workspace directory: under the process runtime that is where
+// commands run, so the paths they print must work in the file API too.
+func (a *Agent) cleanPath(p string) (string, error) {
+	ws := a.cfg.Workspace
+	if ws != WorkspacePrefix && strings.HasPrefix(p, "/") && len(p) <= MaxPathBytes {
+		if rest, ok := strings.CutPrefix(path.Clean(p), ws); ok && (rest == "" || rest[0] == '/') {
+			p = "." + rest
+		}
+	}
+	return CleanPath(p)
+}

@@ -14,6 +14,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -75,6 +76,10 @@ func (Secret) LogValue() slog.Value { return slog.StringValue("REDACTED") }
 
 // String redacts the secret in %v and %s.
 func (Secret) String() string { return "REDACTED" }
+
+// Format redacts the secret for every verb, %#v and %d included, which
+// would otherwise bypass String.
+func (Secret) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, "REDACTED") }
 
 // Keys issues and checks API keys.
 type Keys struct {
@@ -141,11 +146,13 @@ func (ks *Keys) Authenticate(ctx context.Context, header string) (Principal, err
 }
 
 // EnsureAdminKey makes sure path holds a working admin key. On first start
-// (or when the file's key is not known to the store) it creates one and
+// (or when the file does not hold a working admin key) it creates one and
 // writes it to path with mode 0600. It reports whether it created a key.
 func (ks *Keys) EnsureAdminKey(ctx context.Context, path string) (bool, error) {
 	if b, err := os.ReadFile(path); err == nil {
-		if _, err := ks.Authenticate(ctx, "Bearer "+strings.TrimSpace(string(b))); err == nil {
+		// A key that works but is not an admin key (an execution key
+		// put there by hand) does not count.
+		if p, err := ks.Authenticate(ctx, "Bearer "+strings.TrimSpace(string(b))); err == nil && p.Scope == ScopeAdmin {
 			return false, nil
 		}
 	} else if !errors.Is(err, os.ErrNotExist) {

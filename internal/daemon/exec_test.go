@@ -421,3 +421,30 @@ func TestSandboxLimitsAndNames(t *testing.T) {
 		t.Errorf("ListSandboxes = %d sandboxes, %v; want 2 (failed creates leave no rows)", len(list), err)
 	}
 }
+
+// TestPrintedPathsWork checks that an absolute path a command prints (its
+// working directory, under the process runtime the host workspace) works
+// in the file API and as a cwd, and that the sibling directory does not.
+func TestPrintedPathsWork(t *testing.T) {
+	t.Parallel()
+	d := testenv.StartDaemon(t, nil)
+	sb := newSandbox(t, d)
+	ctx := context.Background()
+	c := run(t, d, sb.ID, apitype.CreateCommandRequest{Command: "mkdir -p sub && echo x > sub/f && pwd"})
+	ws := strings.TrimSpace(c.Stdout)
+	if ws != sb.Workspace {
+		t.Fatalf("pwd = %q, want the sandbox's workspace %q", ws, sb.Workspace)
+	}
+	rc, err := d.Client.ReadFile(ctx, sb.ID, ws+"/sub/f")
+	if err != nil {
+		t.Fatalf("ReadFile(%s/sub/f): %v", ws, err)
+	}
+	rc.Close()
+	if c := run(t, d, sb.ID, apitype.CreateCommandRequest{Command: "cat f", Cwd: ws + "/sub"}); c.Stdout != "x\n" {
+		t.Errorf("cwd %s/sub: stdout = %q, want x", ws, c.Stdout)
+	}
+	// A prefix that is not a path component does not count.
+	if _, err := d.Client.ReadFile(ctx, sb.ID, ws+"x/sub/f"); errcode.ReasonOf(err) != "path_escapes_workspace" {
+		t.Errorf("ReadFile(%sx/sub/f): err = %v, want path_escapes_workspace", ws, err)
+	}
+}

@@ -177,7 +177,10 @@ var credentialParams = []string{"token", "access_token", "api_key", "apikey", "k
 
 func (s *Server) rejectQueryCredentials(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		q := r.URL.Query()
+		// r.URL.Query drops every pair that holds a ';' (no longer a
+		// separator), which would let "?token=KEY;x=1" through unseen; read
+		// semicolons as separators here so nothing is skipped.
+		q, _ := url.ParseQuery(strings.ReplaceAll(r.URL.RawQuery, ";", "&"))
 		for _, p := range credentialParams {
 			if q.Has(p) {
 				s.fail(w, r, errcode.WithReason(errcode.Invalid, "credentials_in_query",

@@ -118,7 +118,12 @@ func (db *DB) tx(ctx context.Context, fn func(*sql.Tx) error) error {
 
 func now() string { return formatTime(time.Now()) }
 
-func formatTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+// timeLayout is RFC 3339 in UTC with all nine fractional digits. Unlike
+// RFC3339Nano, which trims trailing zeros (".1Z" sorts after ".15Z"), it
+// sorts as text in time order, which ORDER BY on the TEXT columns needs.
+const timeLayout = "2006-01-02T15:04:05.000000000Z07:00"
+
+func formatTime(t time.Time) string { return t.UTC().Format(timeLayout) }
 
 func parseTime(s string) time.Time {
 	t, _ := time.Parse(time.RFC3339Nano, s)

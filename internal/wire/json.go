@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"strings"
 
 	"github.com/berthdev/berth/internal/errcode"
@@ -64,14 +65,38 @@ func DecodeJSON(r io.Reader, v any) error {
 	switch {
 	case errors.As(err, &syn):
 		return errcode.WithReason(errcode.Invalid, "body_invalid", "request body is not valid JSON (at byte %d)", syn.Offset)
+	case errors.As(err, &typ) && typ.Field == "":
+		return errcode.WithReason(errcode.Invalid, "body_invalid", "request body must be %s, not %s", jsonType(typ.Type), typ.Value)
 	case errors.As(err, &typ):
-		return errcode.WithReason(errcode.Invalid, "body_invalid", "field %q must be a %s", typ.Field, typ.Type)
+		return errcode.WithReason(errcode.Invalid, "body_invalid", "field %q must be %s, not %s", typ.Field, jsonType(typ.Type), typ.Value)
 	case strings.HasPrefix(err.Error(), "json: unknown field"):
 		return errcode.WithReason(errcode.Invalid, "body_invalid", "request body has an %s", strings.TrimPrefix(err.Error(), "json: "))
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return errcode.WithReason(errcode.Invalid, "body_invalid", "request body is truncated JSON")
 	}
 	return errcode.WithReason(errcode.Invalid, "body_invalid", "request body: %s", err.Error())
+}
+
+// jsonType names the JSON form of t for messages: clients write JSON, so
+// "an object" tells them more than "apitype.CreateSandboxRequest".
+func jsonType(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return fmt.Sprintf("a %d-bit integer", t.Bits())
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return fmt.Sprintf("a non-negative %d-bit integer", t.Bits())
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.String:
+		return "a string"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	}
+	return "a " + t.Kind().String()
 }
 
 // Encode writes v as JSON with status.
