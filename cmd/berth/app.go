@@ -58,6 +58,9 @@ func (a *app) report(err error) int {
 		if ce.Reason != "" {
 			msg = fmt.Sprintf("%s (%s)", msg, ce.Reason)
 		}
+		if ce.RequestID != "" && (ce.Code == errcode.Internal || ce.Code == errcode.Unavailable) {
+			msg += " [request " + ce.RequestID + "]"
+		}
 		fmt.Fprintf(a.stderr, "berth: %s: %s\n", ce.Code, msg)
 		for k, v := range ce.Problems {
 			fmt.Fprintf(a.stderr, "  %s: %s\n", k, v)

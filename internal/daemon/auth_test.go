@@ -1013,3 +1013,37 @@ func TestAPISystemRuntimes(t *testing.T) {
 		t.Errorf("System().Limits.MaxJSONBodyBytes = %d, want %d", sys.Limits.MaxJSONBodyBytes, wire.MaxJSONBody)
 	}
 }
+
+// TestAPIUnroutedRequestsAnswerJSON checks that paths and methods outside
+// the route table get the one error shape, not ServeMux's plain text.
+func TestAPIUnroutedRequestsAnswerJSON(t *testing.T) {
+	t.Parallel()
+	d := testenv.StartDaemon(t, nil)
+	for _, tt := range []struct {
+		method, path string
+		status       int
+		reason       string
+	}{
+		{"GET", "/v1/nope", 404, "route_not_found"},
+		{"GET", "/", 404, "route_not_found"},
+		{"PATCH", "/v1/sandboxes", 405, "method_not_allowed"},
+		{"PUT", "/healthz", 405, "method_not_allowed"},
+	} {
+		req, _ := http.NewRequest(tt.method, d.URL+tt.path, nil)
+		req.Header.Set("Authorization", "Bearer "+d.Token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var body apitype.ErrorBody
+		err = json.NewDecoder(resp.Body).Decode(&body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != tt.status || body.Error.Reason != tt.reason || body.Error.RequestID == "" {
+			t.Errorf("%s %s = %d %+v (decode err %v), want %d %s in the JSON error shape",
+				tt.method, tt.path, resp.StatusCode, body.Error, err, tt.status, tt.reason)
+		}
+		if tt.status == 405 && resp.Header.Get("Allow") == "" {
+			t.Errorf("%s %s: no Allow header", tt.method, tt.path)
+		}
+	}
+}

@@ -46,6 +46,9 @@ type Error struct {
 	Reason   string
 	Message  string
 	Problems map[string]string
+	// RequestID is the server's ID of the failed request, when a client
+	// decoded the error from a response: quote it when reporting a problem.
+	RequestID string
 	// Err is the underlying cause. It is logged, never shown to clients.
 	Err error
 }

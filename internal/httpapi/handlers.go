@@ -51,6 +51,10 @@ func (s *Server) handleSystem() http.Handler {
 			info := apitype.RuntimeInfo{Name: rt.Name(), Isolated: rt.Isolated(), Available: true, Default: rt.Name() == cfg.DefaultRuntime}
 			if err := rt.Available(); err != nil {
 				info.Available, info.Reason = false, err.Error()
+				var ce *errcode.Error
+				if errorsAs(err, &ce) {
+					info.Reason = ce.Message
+				}
 			}
 			out.Runtimes = append(out.Runtimes, info)
 		}

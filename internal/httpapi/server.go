@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"regexp"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -18,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/berthdev/berth/internal/apitype"
 	"github.com/berthdev/berth/internal/auth"
 	"github.com/berthdev/berth/internal/errcode"
 	"github.com/berthdev/berth/internal/ident"
@@ -83,8 +86,36 @@ func New(cfg Config) *Server {
 		}
 		s.mux.Handle(r.pattern, s.instrument(r.pattern, h))
 	}
-	s.handler = s.withRequestID(s.withLogging(s.withRecover(s.rejectQueryCredentials(s.mux))))
+	s.handler = s.withRequestID(s.withLogging(s.withRecover(s.rejectQueryCredentials(s.routed(s.mux)))))
 	return s
+}
+
+// routed answers requests that match no route in the one error shape:
+// ServeMux's own 404 and 405 answers are plain text. A request that
+// matches no pattern gets ServeMux's handler for it, whose status (and
+// Allow header) says which of the two it is.
+func (s *Server) routed(mux *http.ServeMux) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h, pattern := mux.Handler(r)
+		if pattern != "" {
+			mux.ServeHTTP(w, r)
+			return
+		}
+		probe := httptest.NewRecorder()
+		h.ServeHTTP(probe, r)
+		switch probe.Code {
+		case http.StatusMethodNotAllowed:
+			w.Header().Set("Allow", probe.Header().Get("Allow"))
+			d := wire.Detail(errcode.WithReason(errcode.Invalid, "method_not_allowed",
+				"%s is not allowed on %s (allowed: %s)", r.Method, r.URL.Path, probe.Header().Get("Allow")), requestID(r))
+			wire.Encode(w, http.StatusMethodNotAllowed, apitype.ErrorBody{Error: d})
+		case http.StatusNotFound:
+			s.fail(w, r, errcode.WithReason(errcode.NotFound, "route_not_found", "no route for %s %s; see docs/api.md", r.Method, r.URL.Path))
+		default:
+			// A redirect to the clean path, say: ServeMux knows best.
+			mux.ServeHTTP(w, r)
+		}
+	})
 }
 
 // ServeHTTP serves the API.
@@ -175,6 +206,9 @@ func (s *Server) withRecover(next http.Handler) http.Handler {
 // in URLs end up in logs and browser history, so they are refused.
 var credentialParams = []string{"token", "access_token", "api_key", "apikey", "key", "bearer", "auth"}
 
+// keyShape matches an API key anywhere in a value, whatever the parameter.
+var keyShape = regexp.MustCompile(regexp.QuoteMeta(auth.KeyPrefix) + `[a-z2-7]{52}`)
+
 func (s *Server) rejectQueryCredentials(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// r.URL.Query drops every pair that holds a ';' (no longer a
@@ -190,7 +224,7 @@ func (s *Server) rejectQueryCredentials(next http.Handler) http.Handler {
 		}
 		for _, vs := range q {
 			for _, v := range vs {
-				if strings.Contains(v, auth.KeyPrefix) && len(v) >= 40 {
+				if keyShape.MatchString(v) {
 					s.fail(w, r, errcode.WithReason(errcode.Invalid, "credentials_in_query",
 						"API keys are not accepted in the query string; send Authorization: Bearer"))
 					return
@@ -234,10 +268,16 @@ func (s *Server) handleMetrics() http.Handler {
 // agentPath ("{cid}" is replaced), with the agent's token instead of the
 // caller's key. bodyCap > 0 caps the request body (413 beyond it).
 func (s *Server) proxyToAgent(agentPath string, bodyCap int64) http.Handler {
+	// An oversized file is file_too_large, as the agent says it; other
+	// bodies are body_too_large, as the JSON decoder says it.
+	reason := "body_too_large"
+	if bodyCap > maxJSON {
+		reason = "file_too_large"
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if bodyCap > 0 {
 			if r.ContentLength > bodyCap {
-				s.fail(w, r, errcode.WithReason(errcode.PayloadTooLarge, "body_too_large",
+				s.fail(w, r, errcode.WithReason(errcode.PayloadTooLarge, reason,
 					"request body is %d bytes, more than the limit of %d", r.ContentLength, bodyCap))
 				return
 			}
@@ -263,7 +303,7 @@ func (s *Server) proxyToAgent(agentPath string, bodyCap int64) http.Handler {
 				var tooBig *http.MaxBytesError
 				switch {
 				case errorsAs(err, &tooBig):
-					s.fail(w, r, errcode.WithReason(errcode.PayloadTooLarge, "body_too_large",
+					s.fail(w, r, errcode.WithReason(errcode.PayloadTooLarge, reason,
 						"request body is larger than the limit of %d bytes", tooBig.Limit))
 				case r.Context().Err() != nil:
 					// The client left; nobody reads an answer.

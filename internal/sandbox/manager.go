@@ -349,6 +349,10 @@ func (m *Manager) List(ctx context.Context) ([]*Sandbox, error) {
 // directories and records. The intent is recorded first, so a crash midway
 // is finished by the next start.
 func (m *Manager) Delete(ctx context.Context, id string) error {
+	// Unknown IDs must not grow the lock map.
+	if _, err := m.store.GetSandbox(ctx, id); err != nil {
+		return err
+	}
 	unlock := m.lock(id)
 	defer unlock()
 	sb, err := m.store.GetSandbox(ctx, id)

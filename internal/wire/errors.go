@@ -107,7 +107,7 @@ func ErrorFromResponse(resp *http.Response) error {
 	if json.Unmarshal(body, &eb) == nil && eb.Error.Code != "" {
 		return &errcode.Error{
 			Code: errcode.Code(eb.Error.Code), Reason: eb.Error.Reason,
-			Message: eb.Error.Message, Problems: eb.Error.Problems,
+			Message: eb.Error.Message, Problems: eb.Error.Problems, RequestID: eb.Error.RequestID,
 		}
 	}
 	msg := fmt.Sprintf("HTTP %d", resp.StatusCode)
