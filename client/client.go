@@ -163,6 +163,15 @@ func (c *Client) Exec(ctx context.Context, sandboxID string, req apitype.CreateC
 	return out, err
 }
 
+// ExecWait starts a command and waits up to q.WaitMS for it to end, in one
+// round trip: the record it returns carries the output q selects, and is
+// final when Done reports true.
+func (c *Client) ExecWait(ctx context.Context, sandboxID string, req apitype.CreateCommandRequest, q CommandQuery) (apitype.Command, error) {
+	var out apitype.Command
+	err := c.doJSON(ctx, http.MethodPost, sbPath(sandboxID, "commands"), q.values(), req, &out)
+	return out, err
+}
+
 // CommandQuery selects what a command read returns.
 type CommandQuery struct {
 	WaitMS       int64 // long-poll until the command ends or this passes
@@ -348,16 +357,11 @@ func (c *Client) RevokeKey(ctx context.Context, id string) error {
 // Run starts a command and waits for it to finish, returning its record
 // with up to the first max_bytes of each stream.
 func (c *Client) Run(ctx context.Context, sandboxID string, req apitype.CreateCommandRequest) (apitype.Command, error) {
-	cmd, err := c.Exec(ctx, sandboxID, req)
-	if err != nil {
-		return cmd, err
-	}
-	for {
+	cmd, err := c.ExecWait(ctx, sandboxID, req, CommandQuery{WaitMS: 60000})
+	for err == nil && !cmd.Done() {
 		cmd, err = c.Command(ctx, sandboxID, cmd.ID, CommandQuery{WaitMS: 60000})
-		if err != nil || cmd.Done() {
-			return cmd, err
-		}
 	}
+	return cmd, err
 }
 
 // IsCode reports whether err is an API error with code.

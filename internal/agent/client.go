@@ -110,9 +110,11 @@ func (c *Client) Ping(ctx context.Context) (int, error) {
 }
 
 // Start starts a command.
-func (c *Client) Start(ctx context.Context, req StartRequest) (apitype.Command, error) {
+// With q's wait_ms it answers when the command ends (or the wait passes),
+// with output selected by q.
+func (c *Client) Start(ctx context.Context, req StartRequest, q url.Values) (apitype.Command, error) {
 	var out apitype.Command
-	err := c.doJSON(ctx, http.MethodPost, "/v1/commands", nil, req, &out)
+	err := c.doJSON(ctx, http.MethodPost, "/v1/commands", q, req, &out)
 	return out, err
 }
 

@@ -81,10 +81,12 @@ func (a *Agent) start(req StartRequest) (*command, error) {
 	if err != nil {
 		return nil, err
 	}
-	if fi, err := a.root.Stat(cwd); err != nil {
-		return nil, fileError(err, req.Cwd)
-	} else if !fi.IsDir() {
-		return nil, errcode.WithReason(errcode.Invalid, ReasonNotDirectory, "cwd %q is not a directory", req.Cwd)
+	if cwd != "." {
+		if fi, err := a.root.Stat(cwd); err != nil {
+			return nil, fileError(err, req.Cwd)
+		} else if !fi.IsDir() {
+			return nil, errcode.WithReason(errcode.Invalid, ReasonNotDirectory, "cwd %q is not a directory", req.Cwd)
+		}
 	}
 
 	a.mu.Lock()
@@ -169,16 +171,11 @@ func (a *Agent) newCommand(req StartRequest, argv []string, cwd string, timeout 
 	}
 
 	env := a.commandEnv(req.Env)
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Dir = filepath.Join(a.cfg.Workspace, cwd)
-	cmd.Env = env
-	cmd.SysProcAttr = commandAttr()
+	// Not exec.Command: it would search the agent's PATH, not the
+	// command's, and cost a round of stat calls on every start.
+	cmd := &exec.Cmd{Path: argv[0], Args: argv, Dir: filepath.Join(a.cfg.Workspace, cwd), Env: env, SysProcAttr: commandAttr()}
 	if !strings.Contains(argv[0], "/") {
-		if p, lerr := lookPath(argv[0], envValue(env, "PATH"), cmd.Dir); lerr == nil {
-			cmd.Path, cmd.Err = p, nil
-		} else {
-			cmd.Err = lerr
-		}
+		cmd.Path, cmd.Err = lookPath(argv[0], envValue(env, "PATH"), cmd.Dir)
 	}
 
 	// Pipes we own, so that the process's exit (not EOF on its output) ends

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -28,7 +29,15 @@ func (a *Agent) handlePing(w http.ResponseWriter, r *http.Request) {
 	wire.Encode(w, http.StatusOK, map[string]any{"ok": true, "pid": os.Getpid()})
 }
 
+// handleStart starts a command. With wait_ms it answers once the command
+// ends (or the wait passes) with its output, as a read would: run and
+// result in one round trip.
 func (a *Agent) handleStart(w http.ResponseWriter, r *http.Request) {
+	wait, q, err := ParseOutputQuery(r)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
 	req, err := wire.Decode[StartRequest](w, r)
 	if err != nil {
 		a.fail(w, r, err)
@@ -39,12 +48,29 @@ func (a *Agent) handleStart(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	rec, err := c.view(outputQuery{})
+	if wait <= 0 {
+		q = outputQuery{}
+	}
+	rec, err := c.waitView(r.Context(), wait, q)
 	if err != nil {
 		a.fail(w, r, err)
 		return
 	}
 	wire.Encode(w, http.StatusCreated, rec)
+}
+
+// waitView waits up to wait for c to end, then renders it.
+func (c *command) waitView(ctx context.Context, wait time.Duration, q outputQuery) (apitype.Command, error) {
+	if wait > 0 {
+		t := time.NewTimer(wait)
+		select {
+		case <-c.done:
+		case <-t.C:
+		case <-ctx.Done():
+		}
+		t.Stop()
+	}
+	return c.view(q)
 }
 
 func (a *Agent) handleList(w http.ResponseWriter, r *http.Request) {
@@ -110,16 +136,7 @@ func (a *Agent) handleGet(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	if wait > 0 {
-		t := time.NewTimer(wait)
-		select {
-		case <-c.done:
-		case <-t.C:
-		case <-r.Context().Done():
-		}
-		t.Stop()
-	}
-	rec, err := c.view(q)
+	rec, err := c.waitView(r.Context(), wait, q)
 	if err != nil {
 		a.fail(w, r, err)
 		return

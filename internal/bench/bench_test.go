@@ -23,9 +23,24 @@ import (
 const maxCreates = 100
 
 // BenchmarkExecRoundTrip measures `true` on a running sandbox, API to
-// result: start it, then read it with wait until it is done. The floor is
-// fork+exec of /bin/true from Go, the least any exec can cost.
+// result, as an agent runs a tool call: one POST with wait_ms that answers
+// when the command has ended. The floor is fork+exec of /bin/true from Go,
+// the least any exec can cost.
 func BenchmarkExecRoundTrip(b *testing.B) {
+	benchExec(b, "exec round trip", func(ctx context.Context, c *client.Client, sbID string) (apitype.Command, error) {
+		return c.ExecWait(ctx, sbID, apitype.CreateCommandRequest{Argv: []string{"true"}}, client.CommandQuery{WaitMS: 10000})
+	})
+}
+
+// BenchmarkExecStartThenRead is the same round trip as two calls: start,
+// then a read with wait_ms, as a client that polls does it.
+func BenchmarkExecStartThenRead(b *testing.B) {
+	benchExec(b, "exec start + read", func(ctx context.Context, c *client.Client, sbID string) (apitype.Command, error) {
+		return c.Exec(ctx, sbID, apitype.CreateCommandRequest{Argv: []string{"true"}})
+	})
+}
+
+func benchExec(b *testing.B, name string, start func(context.Context, *client.Client, string) (apitype.Command, error)) {
 	d := testenv.StartDaemon(b, nil)
 	c := d.Client
 	ctx := context.Background()
@@ -34,7 +49,7 @@ func BenchmarkExecRoundTrip(b *testing.B) {
 		b.Fatal(err)
 	}
 	roundTrip := func() error {
-		cmd, err := c.Exec(ctx, sb.ID, apitype.CreateCommandRequest{Argv: []string{"true"}})
+		cmd, err := start(ctx, c, sb.ID)
 		if err != nil {
 			return err
 		}
@@ -65,7 +80,7 @@ func BenchmarkExecRoundTrip(b *testing.B) {
 	b.StopTimer()
 
 	floor := measure(b, n, func() error { return exec.Command("/bin/true").Run() })
-	report(b, "exec round trip", got, "fork+exec /bin/true", floor, "p50 <= 3ms")
+	report(b, name, got, "fork+exec /bin/true", floor, "p50 <= 3ms")
 }
 
 // BenchmarkCreateToFirstOutput measures a new process sandbox to the first

@@ -147,12 +147,16 @@ func (s *Server) handleDeleteSandbox() http.Handler {
 
 func (s *Server) handleExec() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, _, err := agent.ParseOutputQuery(r); err != nil {
+			s.fail(w, r, err)
+			return
+		}
 		req, err := wire.Decode[apitype.CreateCommandRequest](w, r)
 		if err != nil {
 			s.fail(w, r, err)
 			return
 		}
-		rec, err := s.cfg.Sandboxes.Exec(r.Context(), r.PathValue("id"), req)
+		rec, err := s.cfg.Sandboxes.Exec(r.Context(), r.PathValue("id"), req, r.URL.Query())
 		if err != nil {
 			s.fail(w, r, err)
 			return

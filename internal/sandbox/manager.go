@@ -428,8 +428,10 @@ func (m *Manager) ValidExec(req *ExecSpec) error {
 }
 
 // Exec starts a command in a running sandbox and returns its record. The
-// record is committed before Exec returns.
-func (m *Manager) Exec(ctx context.Context, sandboxID string, req ExecSpec) (*CommandRecord, error) {
+// record is committed before Exec returns. q may carry wait_ms (and the
+// output window of a command read): Exec then returns when the command
+// ends or the wait passes, with its output.
+func (m *Manager) Exec(ctx context.Context, sandboxID string, req ExecSpec, q url.Values) (*CommandRecord, error) {
 	if err := m.ValidExec(&req); err != nil {
 		return nil, err
 	}
@@ -447,21 +449,45 @@ func (m *Manager) Exec(ctx context.Context, sandboxID string, req ExecSpec) (*Co
 	}
 	maps.Copy(env, req.Env)
 	req.Env = env
+	// Start the command and record it at once: the two are independent,
+	// and exec latency is the sum of whichever is slower. If the daemon
+	// dies between them, recovery reconciles (a record with no command is
+	// interrupted; a command with no record is imported).
 	id := ident.New("cmd_")
-	rec, err := c.Start(ctx, agent.StartRequest{ID: id, CreateCommandRequest: req})
-	if err != nil {
-		return nil, err
+	rec := CommandRecord{
+		ID: id, SandboxID: sandboxID, Status: apitype.CommandRunning, Command: req.Command, Argv: req.Argv,
+		Cwd: req.Cwd, TimeoutMS: req.TimeoutMS, StartedAt: time.Now().UTC(),
 	}
-	rec.SandboxID = sandboxID
-	if err := m.store.InsertCommand(ctx, &rec); err != nil {
+	if req.Command != "" {
+		rec.Argv = nil
+	}
+	inserted := make(chan error, 1)
+	go func() { inserted <- m.store.InsertCommand(context.WithoutCancel(ctx), &rec) }()
+	started, startErr := c.Start(ctx, agent.StartRequest{ID: id, CreateCommandRequest: req}, q)
+	insertErr := <-inserted
+	bg := context.WithoutCancel(ctx)
+	switch {
+	case startErr != nil && insertErr == nil:
+		// Not started, so not acknowledged: leave no row.
+		if err := m.store.DeleteCommand(bg, sandboxID, id); err != nil {
+			m.log.ErrorContext(ctx, "removing the record of a command that did not start", "command_id", id, "err", err)
+		}
+		return nil, startErr
+	case startErr != nil:
+		return nil, startErr
+	case insertErr != nil:
 		// Not acknowledged: leave nothing running.
-		bg := context.WithoutCancel(ctx)
 		_, _ = c.Cancel(bg, id)
 		_ = c.Forget(bg, id)
-		return nil, fmt.Errorf("recording command: %w", err)
+		return nil, fmt.Errorf("recording command: %w", insertErr)
 	}
+	rec = started
+	rec.SandboxID = sandboxID
 	if rec.Done() {
-		m.afterFinish(ctx, sandboxID)
+		// It could not start, or ended within the wait: the record of its
+		// start is durable, its outcome is the agent's too (recovery reads
+		// it there), so the store learns it off the request's path.
+		m.finishLater(rec)
 	} else {
 		m.watch(sandboxID, c, id)
 	}
@@ -492,10 +518,9 @@ func (m *Manager) watch(sandboxID string, c *agent.Client, id string) {
 			switch {
 			case err == nil && rec.Done():
 				rec.SandboxID = sandboxID
-				if err := m.store.FinishCommand(m.bg, &rec); err != nil && m.bg.Err() == nil {
+				if err := m.store.FinishCommand(m.bg, &rec, m.cfg.MaxHistory); err != nil && m.bg.Err() == nil {
 					m.log.Error("storing command outcome", "sandbox_id", sandboxID, "command_id", id, "err", err)
 				}
-				m.afterFinish(m.bg, sandboxID)
 				return
 			case err == nil:
 				backoff = 50 * time.Millisecond
@@ -517,17 +542,22 @@ func (m *Manager) watch(sandboxID string, c *agent.Client, id string) {
 	}()
 }
 
-// afterFinish trims a sandbox's command history to its bound.
-func (m *Manager) afterFinish(ctx context.Context, sandboxID string) {
-	if err := m.store.PruneCommands(ctx, sandboxID, m.cfg.MaxHistory); err != nil && ctx.Err() == nil {
-		m.log.Error("pruning commands", "sandbox_id", sandboxID, "err", err)
-	}
+// finishLater stores a finished command's outcome in the background.
+func (m *Manager) finishLater(rec CommandRecord) {
+	rec.Stdout, rec.Stderr = "", ""
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		if err := m.store.FinishCommand(m.bg, &rec, m.cfg.MaxHistory); err != nil && m.bg.Err() == nil {
+			m.log.Error("storing command outcome", "sandbox_id", rec.SandboxID, "command_id", rec.ID, "err", err)
+		}
+	}()
 }
 
 func (m *Manager) interrupt(ctx context.Context, sandboxID, id, reason string) {
 	now := time.Now().UTC()
 	rec := CommandRecord{ID: id, SandboxID: sandboxID, Status: apitype.CommandInterrupted, Reason: reason, FinishedAt: &now}
-	if err := m.store.FinishCommand(ctx, &rec); err != nil && ctx.Err() == nil {
+	if err := m.store.FinishCommand(ctx, &rec, m.cfg.MaxHistory); err != nil && ctx.Err() == nil {
 		m.log.Error("marking command interrupted", "sandbox_id", sandboxID, "command_id", id, "err", err)
 	}
 }
@@ -702,15 +732,13 @@ func (m *Manager) markLost(ctx context.Context, sb *Sandbox, recs []*CommandReco
 			m.log.ErrorContext(ctx, "stopping lost sandbox", "sandbox_id", sb.ID, "err", err)
 		}
 	}
-	if err := m.store.SetSandboxState(ctx, sb.ID, apitype.StateFailed, "agent_lost", 0); err != nil {
-		return err
-	}
+	// Commands first: whoever sees the sandbox failed must find them ended.
 	for _, r := range recs {
 		if r.Status == apitype.CommandRunning {
 			m.interrupt(ctx, sb.ID, r.ID, "sandbox agent lost")
 		}
 	}
-	return nil
+	return m.store.SetSandboxState(ctx, sb.ID, apitype.StateFailed, "agent_lost", 0)
 }
 
 // agentCheckInterval is how often Run checks that live agents still run.

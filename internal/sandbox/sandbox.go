@@ -51,8 +51,11 @@ type Store interface {
 
 	InsertCommand(ctx context.Context, c *CommandRecord) error
 	// FinishCommand stores a finished command's outcome, if the stored
-	// record still says running.
-	FinishCommand(ctx context.Context, c *CommandRecord) error
+	// record still says running, and trims the finished commands of its
+	// sandbox to the newest keep.
+	FinishCommand(ctx context.Context, c *CommandRecord, keep int) error
+	// DeleteCommand removes a record, for a command that never started.
+	DeleteCommand(ctx context.Context, sandboxID, id string) error
 	GetCommand(ctx context.Context, sandboxID, id string) (*CommandRecord, error)
 	// ListCommands returns a sandbox's commands, newest first.
 	ListCommands(ctx context.Context, sandboxID string, limit int) ([]*CommandRecord, error)

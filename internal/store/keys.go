@@ -12,7 +12,7 @@ var _ auth.Store = (*DB)(nil)
 
 // InsertKey stores a new key.
 func (db *DB) InsertKey(ctx context.Context, k *auth.Key) error {
-	_, err := db.db.ExecContext(ctx,
+	_, err := db.w.ExecContext(ctx,
 		`INSERT INTO api_keys (id, name, scope, prefix, hash, created_at) VALUES ($1, $2, $3, $4, $5, $6)`,
 		k.ID, k.Name, k.Scope, k.Prefix, k.Hash, formatTime(k.CreatedAt))
 	return err
@@ -57,7 +57,7 @@ func (db *DB) ListKeys(ctx context.Context) ([]*auth.Key, error) {
 
 // RevokeKey marks a key revoked. Revoking a revoked key is a no-op.
 func (db *DB) RevokeKey(ctx context.Context, id string) error {
-	res, err := db.db.ExecContext(ctx,
+	res, err := db.w.ExecContext(ctx,
 		`UPDATE api_keys SET revoked_at = COALESCE(revoked_at, $1) WHERE id = $2`, now(), id)
 	if err != nil {
 		return err

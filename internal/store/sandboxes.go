@@ -25,7 +25,7 @@ func mustJSON(v any) string {
 
 // CreateSandbox inserts a sandbox.
 func (db *DB) CreateSandbox(ctx context.Context, sb *sandbox.Sandbox) error {
-	_, err := db.db.ExecContext(ctx, `INSERT INTO sandboxes
+	_, err := db.w.ExecContext(ctx, `INSERT INTO sandboxes
 		(id, name, runtime, state, reason, env, labels, agent_pid, agent_token, created_at, updated_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
 		sb.ID, nullString(sb.Name), sb.Runtime, sb.State, sb.Reason, mustJSON(sb.Env), mustJSON(sb.Labels),
@@ -85,7 +85,7 @@ func (db *DB) ListSandboxes(ctx context.Context) ([]*sandbox.Sandbox, error) {
 
 // SetSandboxState updates a sandbox's state, reason and agent PID.
 func (db *DB) SetSandboxState(ctx context.Context, id, state, reason string, agentPID int) error {
-	res, err := db.db.ExecContext(ctx,
+	res, err := db.w.ExecContext(ctx,
 		`UPDATE sandboxes SET state = $1, reason = $2, agent_pid = $3, updated_at = $4 WHERE id = $5`,
 		state, reason, agentPID, now(), id)
 	if err != nil {
@@ -99,13 +99,13 @@ func (db *DB) SetSandboxState(ctx context.Context, id, state, reason string, age
 
 // DeleteSandbox deletes a sandbox and its commands.
 func (db *DB) DeleteSandbox(ctx context.Context, id string) error {
-	_, err := db.db.ExecContext(ctx, `DELETE FROM sandboxes WHERE id = $1`, id)
+	_, err := db.w.ExecContext(ctx, `DELETE FROM sandboxes WHERE id = $1`, id)
 	return err
 }
 
 // InsertCommand stores a new command record, whatever its status.
 func (db *DB) InsertCommand(ctx context.Context, c *sandbox.CommandRecord) error {
-	_, err := db.db.ExecContext(ctx, `INSERT INTO commands
+	_, err := db.w.ExecContext(ctx, `INSERT INTO commands
 		(id, sandbox_id, command, argv, cwd, timeout_ms, status, reason, exit_code, signal, started_at, finished_at,
 		 stdout_bytes, stderr_bytes, stdout_truncated, stderr_truncated, seq)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16,
@@ -116,16 +116,30 @@ func (db *DB) InsertCommand(ctx context.Context, c *sandbox.CommandRecord) error
 	return err
 }
 
-// FinishCommand stores how a command ended, once: a record that no longer
-// says running is left alone.
-func (db *DB) FinishCommand(ctx context.Context, c *sandbox.CommandRecord) error {
-	_, err := db.db.ExecContext(ctx, `UPDATE commands SET status = $1, reason = $2, exit_code = $3, signal = $4,
-		finished_at = $5, stdout_bytes = $6, stderr_bytes = $7, stdout_truncated = $8, stderr_truncated = $9
-		WHERE id = $10 AND sandbox_id = $11 AND status = 'running'`,
-		c.Status, c.Reason, c.ExitCode, c.Signal, timePtrValue(c.FinishedAt), c.StdoutBytes, c.StderrBytes,
-		boolInt(c.StdoutTruncated), boolInt(c.StderrTruncated), c.ID, c.SandboxID)
+// DeleteCommand deletes one command record.
+func (db *DB) DeleteCommand(ctx context.Context, sandboxID, id string) error {
+	_, err := db.w.ExecContext(ctx, `DELETE FROM commands WHERE id = $1 AND sandbox_id = $2`, id, sandboxID)
 	return err
 }
+
+// FinishCommand stores how a command ended, once (a record that no longer
+// says running is left alone), and trims the sandbox's finished commands
+// to the newest keep, in one transaction: one sync to disk, not two.
+func (db *DB) FinishCommand(ctx context.Context, c *sandbox.CommandRecord, keep int) error {
+	return db.tx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, finishCommandSQL,
+			c.Status, c.Reason, c.ExitCode, c.Signal, timePtrValue(c.FinishedAt), c.StdoutBytes, c.StderrBytes,
+			boolInt(c.StdoutTruncated), boolInt(c.StderrTruncated), c.ID, c.SandboxID); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, pruneCommandsSQL, c.SandboxID, keep)
+		return err
+	})
+}
+
+const finishCommandSQL = `UPDATE commands SET status = $1, reason = $2, exit_code = $3, signal = $4,
+	finished_at = $5, stdout_bytes = $6, stderr_bytes = $7, stdout_truncated = $8, stderr_truncated = $9
+	WHERE id = $10 AND sandbox_id = $11 AND status = 'running'`
 
 const commandColumns = `id, sandbox_id, command, argv, cwd, timeout_ms, status, reason, exit_code, signal,
 	started_at, finished_at, stdout_bytes, stderr_bytes, stdout_truncated, stderr_truncated`
@@ -178,8 +192,9 @@ func (db *DB) ListCommands(ctx context.Context, sandboxID string, limit int) ([]
 
 // PruneCommands deletes a sandbox's oldest finished commands beyond keep.
 func (db *DB) PruneCommands(ctx context.Context, sandboxID string, keep int) error {
-	_, err := db.db.ExecContext(ctx, `DELETE FROM commands WHERE sandbox_id = $1 AND status <> 'running' AND seq <= (
-		SELECT seq FROM commands WHERE sandbox_id = $1 AND status <> 'running' ORDER BY seq DESC LIMIT 1 OFFSET $2)`,
-		sandboxID, keep)
+	_, err := db.w.ExecContext(ctx, pruneCommandsSQL, sandboxID, keep)
 	return err
 }
+
+const pruneCommandsSQL = `DELETE FROM commands WHERE sandbox_id = $1 AND status <> 'running' AND seq <= (
+	SELECT seq FROM commands WHERE sandbox_id = $1 AND status <> 'running' ORDER BY seq DESC LIMIT 1 OFFSET $2)`

@@ -28,8 +28,14 @@ import (
 var migrations embed.FS
 
 // DB is Berth's database.
+//
+// SQLite has one writer at a time. Writes go through a pool of one
+// connection, so writers queue in Go; left to SQLite's busy handler they
+// would sleep in steps of milliseconds. Reads use a pool of their own,
+// which WAL lets run beside the writer.
 type DB struct {
-	db *sql.DB
+	db *sql.DB // reads
+	w  *sql.DB // writes and transactions
 }
 
 // Open opens (creating if needed) the SQLite database at path and brings
@@ -40,30 +46,40 @@ func Open(ctx context.Context, path string) (*DB, error) {
 		q.Add("_pragma", p)
 	}
 	q.Set("_txlock", "immediate")
-	sqldb, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
+	dsn := "file:" + path + "?" + q.Encode()
+	w, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("opening database: %w", err)
 	}
-	// SQLite has one writer; a small pool serves concurrent readers.
-	sqldb.SetMaxOpenConns(8)
-	sqldb.SetMaxIdleConns(8)
-	sqldb.SetConnMaxLifetime(0)
-	db := &DB{db: sqldb}
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxLifetime(0)
+	db := &DB{w: w}
+	// Migrate before the readers open, so they never see an old schema.
 	if err := db.migrate(ctx); err != nil {
-		sqldb.Close()
+		w.Close()
 		return nil, err
 	}
+	r, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("opening database: %w", err)
+	}
+	r.SetMaxOpenConns(8)
+	r.SetMaxIdleConns(8)
+	r.SetConnMaxLifetime(0)
+	db.db = r
 	return db, nil
 }
 
 // Close closes the database.
-func (db *DB) Close() error { return db.db.Close() }
+func (db *DB) Close() error { return errors.Join(db.db.Close(), db.w.Close()) }
 
 // Ping checks that the database answers.
 func (db *DB) Ping(ctx context.Context) error { return db.db.PingContext(ctx) }
 
 func (db *DB) migrate(ctx context.Context) error {
-	if _, err := db.db.ExecContext(ctx,
+	if _, err := db.w.ExecContext(ctx,
 		`CREATE TABLE IF NOT EXISTS schema_migrations (version TEXT PRIMARY KEY, applied_at TEXT NOT NULL)`); err != nil {
 		return fmt.Errorf("creating migrations table: %w", err)
 	}
@@ -105,7 +121,7 @@ func (db *DB) applyMigration(ctx context.Context, name, version string) error {
 }
 
 func (db *DB) tx(ctx context.Context, fn func(*sql.Tx) error) error {
-	tx, err := db.db.BeginTx(ctx, nil)
+	tx, err := db.w.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}

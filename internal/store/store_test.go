@@ -250,7 +250,7 @@ func TestCommands(t *testing.T) {
 	fin := time.Now().UTC()
 	done := *c2
 	done.Status, done.ExitCode, done.FinishedAt, done.StdoutBytes, done.StdoutTruncated = apitype.CommandExited, &code, &fin, 99, true
-	if err := db.FinishCommand(ctx, &done); err != nil {
+	if err := db.FinishCommand(ctx, &done, 100); err != nil {
 		t.Fatalf("FinishCommand(%s): %v", c2.ID, err)
 	}
 	got, _ = db.GetCommand(ctx, sb.ID, c2.ID)
@@ -263,7 +263,7 @@ func TestCommands(t *testing.T) {
 		before, _ := db.GetCommand(ctx, sb.ID, c.ID)
 		again := *before
 		again.Status, again.Reason, again.ExitCode = apitype.CommandCanceled, "late", nil
-		if err := db.FinishCommand(ctx, &again); err != nil {
+		if err := db.FinishCommand(ctx, &again, 100); err != nil {
 			t.Fatalf("FinishCommand(%s) again: %v", c.ID, err)
 		}
 		after, _ := db.GetCommand(ctx, sb.ID, c.ID)
