@@ -2,11 +2,15 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
+	"os/signal"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -81,7 +85,7 @@ func newLogger(w interface{ Write([]byte) (int, error) }, format, level string) 
 // don't.
 func (a *app) agentCommand() *cobra.Command {
 	var cfg agent.Config
-	var tokenFD, readyFD int
+	var tokenFD, readyFD, listenFD int
 	var outputCap, maxUpload sizeValue
 	cmd := &cobra.Command{
 		Use:    "agent",
@@ -101,18 +105,36 @@ func (a *app) agentCommand() *cobra.Command {
 			if readyFD > 0 {
 				cfg.Ready = os.NewFile(uintptr(readyFD), "ready")
 			}
+			if listenFD > 0 {
+				f := os.NewFile(uintptr(listenFD), "listener")
+				ln, err := net.FileListener(f)
+				f.Close()
+				if err != nil {
+					return fmt.Errorf("listener on fd %d: %w", listenFD, err)
+				}
+				cfg.Listener = ln
+			}
+			ctx := cmd.Context()
+			if cfg.PID1 {
+				// Signals from inside the sandbox must not stop its init;
+				// the daemon stops it through the API or with SIGKILL.
+				signal.Ignore(syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+				ctx = context.WithoutCancel(ctx)
+			}
 			cfg.OutputCap, cfg.MaxUpload = int64(outputCap), int64(maxUpload)
 			cfg.Logger = slog.New(slog.NewTextHandler(a.stderr, nil)).With("agent_pid", strconv.Itoa(os.Getpid()))
 			ag, err := agent.New(cfg)
 			if err != nil {
 				return err
 			}
-			return ag.Run(cmd.Context())
+			return ag.Run(ctx)
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&cfg.SandboxID, "sandbox-id", "", "the sandbox's ID")
-	f.StringVar(&cfg.Socket, "socket", "", "unix socket to listen on")
+	f.StringVar(&cfg.Socket, "socket", "", "unix socket to listen on (without --listen-fd)")
+	f.IntVar(&listenFD, "listen-fd", 0, "file descriptor of a listening socket to serve on")
+	f.BoolVar(&cfg.PID1, "pid1", false, "run as a container's init")
 	f.StringVar(&cfg.Workspace, "workspace", "", "workspace directory")
 	f.StringVar(&cfg.StateDir, "state", "", "state directory")
 	f.Var(&outputCap, "output-cap", "output retained per stream")

@@ -26,7 +26,15 @@ import (
 // Config configures an agent. Zero limits take the defaults below.
 type Config struct {
 	SandboxID string // stamped on command records
-	Socket    string // unix socket to listen on
+	// Listener, when set, is the socket to serve on, made and passed in by
+	// the daemon: the agent then never needs a path the sandbox could
+	// tamper with. Otherwise the agent listens on Socket.
+	Listener net.Listener
+	Socket   string
+	// PID1 is set when the agent is a container's init: it then ignores
+	// SIGTERM and SIGINT (a command could send them) and stops only through
+	// its API or SIGKILL from outside.
+	PID1      bool
 	Workspace string // the workspace directory, as the agent sees it
 	StateDir  string // private state: command output and metadata
 	Token     string // bearer token the daemon presents
@@ -61,7 +69,8 @@ type Agent struct {
 	log  *slog.Logger
 	root *os.Root
 
-	wg sync.WaitGroup // command waiters
+	wg   sync.WaitGroup // command waiters
+	stop func()         // ends Run; set by Run
 
 	// mu guards the fields below.
 	mu      sync.Mutex
@@ -182,11 +191,17 @@ func (a *Agent) loadCommand(dir string) (*command, error) {
 func (a *Agent) Run(ctx context.Context) error {
 	becomeSubreaper()
 
-	os.Remove(a.cfg.Socket)
-	ln, err := listenUnix(a.cfg.Socket)
-	if err != nil {
-		return fmt.Errorf("listening on %s: %w", a.cfg.Socket, err)
+	ln := a.cfg.Listener
+	if ln == nil {
+		os.Remove(a.cfg.Socket)
+		var err error
+		if ln, err = listenUnix(a.cfg.Socket); err != nil {
+			return fmt.Errorf("listening on %s: %w", a.cfg.Socket, err)
+		}
 	}
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	a.stop = stop
 	srv := &http.Server{
 		Handler:           a.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -196,7 +211,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		fmt.Fprintln(a.cfg.Ready, "ready")
 		a.cfg.Ready.Close()
 	}
-	a.log.Info("agent listening", "socket", a.cfg.Socket, "pid", os.Getpid())
+	a.log.Info("agent listening", "addr", ln.Addr().String(), "pid", os.Getpid())
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -276,6 +291,7 @@ func (a *Agent) commandEnv(extra map[string]string) []string {
 func (a *Agent) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/ping", a.handlePing)
+	mux.HandleFunc("POST /v1/shutdown", a.handleShutdown)
 	mux.HandleFunc("POST /v1/commands", a.handleStart)
 	mux.HandleFunc("GET /v1/commands", a.handleList)
 	mux.HandleFunc("GET /v1/commands/{cid}", a.handleGet)

@@ -109,6 +109,11 @@ func (c *Client) Ping(ctx context.Context) (int, error) {
 	return out.PID, err
 }
 
+// Shutdown asks the agent to end every command and exit.
+func (c *Client) Shutdown(ctx context.Context) error {
+	return c.doJSON(ctx, http.MethodPost, "/v1/shutdown", nil, nil, nil)
+}
+
 // Start starts a command.
 // With q's wait_ms it answers when the command ends (or the wait passes),
 // with output selected by q.

@@ -32,6 +32,14 @@ func (a *Agent) handlePing(w http.ResponseWriter, r *http.Request) {
 // handleStart starts a command. With wait_ms it answers once the command
 // ends (or the wait passes) with its output, as a read would: run and
 // result in one round trip.
+// handleShutdown ends every command and then the agent, after answering.
+func (a *Agent) handleShutdown(w http.ResponseWriter, r *http.Request) {
+	w.WriteHeader(http.StatusAccepted)
+	if a.stop != nil {
+		a.stop()
+	}
+}
+
 func (a *Agent) handleStart(w http.ResponseWriter, r *http.Request) {
 	wait, q, err := ParseOutputQuery(r)
 	if err != nil {

@@ -11,6 +11,21 @@ import (
 // maxSunPath is the size of sockaddr_un.sun_path on Linux, NUL included.
 const maxSunPath = 108
 
+// ListenFile makes a listening unix socket at path (replacing a stale one)
+// and returns it as a file to hand to an agent, which serves on it with
+// --listen-fd. The socket file stays when the returned file is closed.
+func ListenFile(path string) (*os.File, error) {
+	os.Remove(path)
+	ln, err := listenUnix(path)
+	if err != nil {
+		return nil, err
+	}
+	ul := ln.(*net.UnixListener)
+	ul.SetUnlinkOnClose(false)
+	defer ul.Close()
+	return ul.File()
+}
+
 // listenUnix listens on a unix socket at path, even when path is longer
 // than sun_path allows, by binding through /proc/self/fd of its directory.
 func listenUnix(path string) (net.Listener, error) {

@@ -46,7 +46,7 @@ func TestKill9AndRestartReadopts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	agentsBefore := testenv.ProcessesUnder(filepath.Join(dataDir, "sandboxes", sb.ID, "agent", "agent.sock"))
+	agentsBefore := testenv.ProcessesUnder(filepath.Join(dataDir, "sandboxes", sb.ID, "agent"))
 	if len(agentsBefore) != 1 {
 		t.Fatalf("agents before the crash: %v, want one", agentsBefore)
 	}
@@ -59,7 +59,7 @@ func TestKill9AndRestartReadopts(t *testing.T) {
 	if err != nil || got.State != apitype.StateRunning {
 		t.Fatalf("sandbox after restart = %+v, %v; want running", got, err)
 	}
-	agentsAfter := testenv.ProcessesUnder(filepath.Join(dataDir, "sandboxes", sb.ID, "agent", "agent.sock"))
+	agentsAfter := testenv.ProcessesUnder(filepath.Join(dataDir, "sandboxes", sb.ID, "agent"))
 	if len(agentsAfter) != 1 || agentsAfter[0] != agentsBefore[0] {
 		t.Errorf("agents after restart = %v, want the same agent %v", agentsAfter, agentsBefore)
 	}
@@ -102,11 +102,11 @@ func TestRestartMarksLostSandboxes(t *testing.T) {
 		t.Fatal(err)
 	}
 	d.Kill9(t)
-	socket := filepath.Join(dataDir, "sandboxes", sb.ID, "agent", "agent.sock")
-	for _, pid := range testenv.ProcessesUnder(socket) {
+	agentState := filepath.Join(dataDir, "sandboxes", sb.ID, "agent")
+	for _, pid := range testenv.ProcessesUnder(agentState) {
 		_ = syscall.Kill(pid, syscall.SIGKILL) // the agent this test's daemon started
 	}
-	testenv.Eventually(t, 10*time.Second, "agent to die", func() bool { return len(testenv.ProcessesUnder(socket)) == 0 })
+	testenv.Eventually(t, 10*time.Second, "agent to die", func() bool { return len(testenv.ProcessesUnder(agentState)) == 0 })
 
 	d2 := testenv.StartDaemonProcess(t, dataDir)
 	got, err := d2.Client.GetSandbox(ctx, sb.ID)
@@ -240,8 +240,8 @@ func TestAgentDeathIsDetected(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	socket := filepath.Join(filepath.Dir(sb.Workspace), "agent", "agent.sock")
-	agents := testenv.ProcessesUnder(socket)
+	agentState := filepath.Join(filepath.Dir(sb.Workspace), "agent")
+	agents := testenv.ProcessesUnder(agentState)
 	if len(agents) != 1 {
 		t.Fatalf("agents = %v, want one", agents)
 	}

@@ -279,7 +279,7 @@ func (m *Manager) insertWithinLimit(ctx context.Context, sb *Sandbox) error {
 // it as running.
 func (m *Manager) start(ctx context.Context, sb *Sandbox, rt Runtime) error {
 	l := LayoutFor(m.cfg.DataDir, sb.ID)
-	for _, d := range []string{l.Dir, l.Workspace, l.State} {
+	for _, d := range []string{l.Dir, l.Workspace, l.State, l.Run} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return fmt.Errorf("creating sandbox directory: %w", err)
 		}

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/berthdev/berth/internal/agent"
 	"github.com/berthdev/berth/internal/errcode"
 )
 
@@ -51,18 +52,23 @@ func (ProcessRuntime) Start(ctx context.Context, sb *Sandbox, l Layout, a AgentA
 	}
 	defer readyR.Close()
 	defer readyW.Close()
+	lnF, err := agent.ListenFile(l.Socket)
+	if err != nil {
+		return 0, fmt.Errorf("making the agent's socket: %w", err)
+	}
+	defer lnF.Close()
 
 	cmd := exec.Command(a.Binary, "agent", "--sandbox-id", sb.ID,
-		"--socket", l.Socket, "--workspace", l.Workspace, "--state", l.State,
+		"--workspace", l.Workspace, "--state", l.State,
 		"--output-cap", strconv.FormatInt(a.OutputCap, 10),
 		"--max-commands", strconv.Itoa(a.MaxCommands),
 		"--max-history", strconv.Itoa(a.MaxHistory),
 		"--max-upload", strconv.FormatInt(a.MaxUpload, 10),
-		"--token-fd", "3", "--ready-fd", "4")
+		"--listen-fd", "3", "--token-fd", "4", "--ready-fd", "5")
 	cmd.Dir = l.Workspace
 	cmd.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C.UTF-8"}
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.ExtraFiles = []*os.File{tokR, readyW}
+	cmd.ExtraFiles = []*os.File{lnF, tokR, readyW}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
 		return 0, fmt.Errorf("starting agent: %w", err)
@@ -71,8 +77,7 @@ func (ProcessRuntime) Start(ctx context.Context, sb *Sandbox, l Layout, a AgentA
 	// restart it is no longer our child and init (or a subreaper) reaps it.
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
-	tokR.Close()
-	readyW.Close()
+	closeAll(lnF, tokR, readyW)
 	if _, err := tokW.WriteString(a.Token + "\n"); err != nil {
 		_ = cmd.Process.Kill()
 		return 0, fmt.Errorf("passing agent token: %w", err)
@@ -125,16 +130,24 @@ func logTail(path string) string {
 // Alive checks the recorded PID still runs this sandbox's agent, so a
 // recycled PID is never taken for it.
 func (ProcessRuntime) Alive(sb *Sandbox, l Layout) bool {
-	return sb.AgentPID > 0 && isAgent(sb.AgentPID, l.Socket)
+	return sb.AgentPID > 0 && isAgent(sb.AgentPID, l)
 }
 
-func isAgent(pid int, socket string) bool {
+// isAgent reports whether pid runs the agent of the sandbox laid out at l:
+// "berth agent" with l's state directory.
+func isAgent(pid int, l Layout) bool {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
 	if err != nil {
 		return false
 	}
 	args := strings.Split(string(b), "\x00")
-	return len(args) > 1 && args[1] == "agent" && bytes.Contains(b, []byte("\x00"+socket+"\x00"))
+	return len(args) > 1 && args[1] == "agent" && bytes.Contains(b, []byte("\x00"+l.State+"\x00"))
+}
+
+func closeAll(files ...*os.File) {
+	for _, f := range files {
+		f.Close()
+	}
 }
 
 // Stop asks the agent to end its commands and exit (SIGTERM), then kills
@@ -146,21 +159,21 @@ func (ProcessRuntime) Stop(ctx context.Context, sb *Sandbox, l Layout) error {
 	// A live agent is a subreaper: everything the sandbox started is in its
 	// process tree. Only when it is gone are orphans looked for by working
 	// directory (which could also catch an operator's shell in there).
-	if pid := sb.AgentPID; pid > 0 && isAgent(pid, l.Socket) {
+	if pid := sb.AgentPID; pid > 0 && isAgent(pid, l) {
 		tree := descendants(pid)
 		_ = syscall.Kill(pid, syscall.SIGTERM)
 		deadline := time.Now().Add(5 * time.Second)
-		for isAgent(pid, l.Socket) && time.Now().Before(deadline) {
+		for isAgent(pid, l) && time.Now().Before(deadline) {
 			time.Sleep(5 * time.Millisecond)
 		}
-		if isAgent(pid, l.Socket) {
+		if isAgent(pid, l) {
 			tree = append(tree, descendants(pid)...)
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 		for _, p := range tree {
 			_ = syscall.Kill(p, syscall.SIGKILL)
 		}
-		for isAgent(pid, l.Socket) && ctx.Err() == nil {
+		for isAgent(pid, l) && ctx.Err() == nil {
 			time.Sleep(5 * time.Millisecond)
 		}
 		return nil
@@ -191,7 +204,7 @@ func processesOf(l Layout) []int {
 		if err != nil || pid == os.Getpid() {
 			continue
 		}
-		if isAgent(pid, l.Socket) {
+		if isAgent(pid, l) {
 			out = append(out, pid)
 			continue
 		}

@@ -32,8 +32,12 @@ type Layout struct {
 	Dir       string // <data>/sandboxes/<id>
 	Workspace string // the workspace directory
 	State     string // the agent's private state
-	Socket    string // the agent's unix socket
-	Log       string // the agent's log
+	// Run holds what only the daemon may touch: the agent's socket, which
+	// the daemon creates and hands to the agent as a file descriptor, so a
+	// sandbox cannot swap it for a link to another socket.
+	Run    string
+	Socket string // the agent's unix socket, in Run
+	Log    string // the agent's log
 }
 
 // LayoutFor returns the layout of sandbox id under dataDir.
@@ -43,7 +47,8 @@ func LayoutFor(dataDir, id string) Layout {
 		Dir:       dir,
 		Workspace: filepath.Join(dir, "workspace"),
 		State:     filepath.Join(dir, "agent"),
-		Socket:    filepath.Join(dir, "agent", "agent.sock"),
+		Run:       filepath.Join(dir, "run"),
+		Socket:    filepath.Join(dir, "run", "agent.sock"),
 		Log:       filepath.Join(dir, "agent.log"),
 	}
 }
