@@ -23,6 +23,7 @@ import (
 func (a *app) serveCommand() *cobra.Command {
 	var (
 		listen, logFormat, logLevel           string
+		defaultRuntime, ociRuntime, runsc     string
 		maxSandboxes, maxCommands, maxHistory int
 		commandTimeout, maxCommandTimeout     time.Duration
 		outputCap, maxUpload                  = sizeValue(agent.DefaultOutputCap), sizeValue(agent.DefaultMaxUpload)
@@ -48,12 +49,16 @@ sandboxes keep running and are re-adopted by the next start.`,
 				MaxSandboxes: maxSandboxes, MaxCommands: maxCommands, MaxHistory: maxHistory,
 				OutputCap: int64(outputCap), MaxUpload: int64(maxUpload),
 				DefaultTimeout: commandTimeout, MaxTimeout: maxCommandTimeout,
+				DefaultRuntime: defaultRuntime, OCIRuntime: ociRuntime, Runsc: runsc,
 				Logger: log,
 			})
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&listen, "listen", "127.0.0.1:7070", "address to serve the API on")
+	f.StringVar(&defaultRuntime, "default-runtime", "", "runtime of sandboxes that name none (default: container when available, else process)")
+	f.StringVar(&ociRuntime, "oci-runtime", "auto", "program of the container runtime: auto, crun or runc")
+	f.StringVar(&runsc, "runsc", "", "path of gVisor's runsc (default: found on PATH)")
 	f.StringVar(&logFormat, "log-format", "text", "log format: text or json")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	f.IntVar(&maxSandboxes, "max-sandboxes", sandbox.DefaultMaxSandboxes, "most sandboxes at once")

@@ -34,10 +34,20 @@ const (
 
 // CreateSandboxRequest is the body of POST /v1/sandboxes.
 type CreateSandboxRequest struct {
-	Runtime string            `json:"runtime,omitempty"`
-	Name    string            `json:"name,omitempty"`
-	Env     map[string]string `json:"env,omitempty"`
-	Labels  map[string]string `json:"labels,omitempty"`
+	Runtime   string            `json:"runtime,omitempty"`
+	Name      string            `json:"name,omitempty"`
+	Env       map[string]string `json:"env,omitempty"`
+	Labels    map[string]string `json:"labels,omitempty"`
+	Resources *Resources        `json:"resources,omitempty"`
+}
+
+// Resources bound an isolated sandbox (container, gvisor). Zero fields take
+// the daemon's defaults; see GET /v1/system for defaults and maxima.
+type Resources struct {
+	CPUs     float64 `json:"cpus,omitempty"`
+	MemoryMB int64   `json:"memory_mb,omitempty"`
+	Pids     int64   `json:"pids,omitempty"`
+	DiskMB   int64   `json:"disk_mb,omitempty"`
 }
 
 // Sandbox is a sandbox as the API shows it. Environment values are not
@@ -50,6 +60,7 @@ type Sandbox struct {
 	Reason    string            `json:"reason,omitempty"`
 	Labels    map[string]string `json:"labels,omitempty"`
 	EnvKeys   []string          `json:"env_keys,omitempty"`
+	Resources *Resources        `json:"resources,omitempty"`
 	Workspace string            `json:"workspace"`
 	CreatedAt time.Time         `json:"created_at"`
 	UpdatedAt time.Time         `json:"updated_at"`

@@ -30,6 +30,9 @@ type Config struct {
 	Listen         string
 	Version        string
 	AgentBinary    string // the berth binary run as each sandbox's agent
+	DefaultRuntime string // "" picks container when available, else process
+	OCIRuntime     string // auto, crun or runc
+	Runsc          string // path of runsc; "" looks on PATH
 	MaxSandboxes   int
 	MaxCommands    int
 	MaxHistory     int
@@ -104,16 +107,29 @@ func Run(ctx context.Context, cfg Config) error {
 			return fmt.Errorf("finding the berth binary: %w", err)
 		}
 	}
+	oci := sandbox.OCIConfig{DataDir: dataDir, OCIRuntime: cfg.OCIRuntime, Runsc: cfg.Runsc}
+	runtimes := []sandbox.Runtime{sandbox.ProcessRuntime{}, sandbox.NewContainerRuntime(oci), sandbox.NewGVisorRuntime(oci)}
+	defaultRuntime := cfg.DefaultRuntime
+	if defaultRuntime == "" {
+		// Isolation by default wherever this machine offers it.
+		defaultRuntime = "process"
+		if runtimes[1].Available() == nil {
+			defaultRuntime = "container"
+		}
+	}
+	for _, rt := range runtimes {
+		if err := rt.Available(); err != nil {
+			log.Info("runtime unavailable", "runtime", rt.Name(), "why", errcode.ReasonOf(err), "detail", err.Error())
+		} else {
+			log.Info("runtime available", "runtime", rt.Name(), "default", rt.Name() == defaultRuntime)
+		}
+	}
 	mgr := sandbox.NewManager(sandbox.Config{
+		DefaultRuntime: defaultRuntime,
 		DataDir: dataDir, AgentBinary: bin, MaxSandboxes: cfg.MaxSandboxes, MaxCommands: cfg.MaxCommands,
 		MaxHistory: cfg.MaxHistory, OutputCap: cfg.OutputCap, MaxUpload: cfg.MaxUpload,
 		DefaultTimeout: cfg.DefaultTimeout, MaxTimeout: cfg.MaxTimeout, Logger: log,
-	}, db, sandbox.ProcessRuntime{},
-		sandbox.UnavailableRuntime{RuntimeName: "container", IsIsolated: true,
-			Why: "not implemented in this version of berth; use the process runtime for trusted code"},
-		sandbox.UnavailableRuntime{RuntimeName: "gvisor", IsIsolated: true,
-			Why: "not implemented in this version of berth; use the process runtime for trusted code"},
-	)
+	}, db, runtimes...)
 	defer mgr.Close()
 	if err := mgr.Recover(ctx); err != nil {
 		return fmt.Errorf("recovering sandboxes: %w", err)

@@ -79,6 +79,11 @@ func (s *Server) toAPISandbox(sb *sandbox.Sandbox) apitype.Sandbox {
 	for k := range sb.Env {
 		out.EnvKeys = append(out.EnvKeys, k)
 	}
+	if sb.Resources != (sandbox.Resources{}) {
+		res := apitype.Resources(sb.Resources)
+		out.Resources = &res
+		out.Workspace = "/workspace" // as the sandbox sees it
+	}
 	sort.Strings(out.EnvKeys)
 	return out
 }
@@ -90,9 +95,11 @@ func (s *Server) handleCreateSandbox() http.Handler {
 			s.fail(w, r, err)
 			return
 		}
-		sb, created, err := s.cfg.Sandboxes.Create(r.Context(), sandbox.CreateSpec{
-			Runtime: req.Runtime, Name: req.Name, Env: req.Env, Labels: req.Labels,
-		})
+		spec := sandbox.CreateSpec{Runtime: req.Runtime, Name: req.Name, Env: req.Env, Labels: req.Labels}
+		if req.Resources != nil {
+			spec.Resources = sandbox.Resources(*req.Resources)
+		}
+		sb, created, err := s.cfg.Sandboxes.Create(r.Context(), spec)
 		if err != nil {
 			s.fail(w, r, err)
 			return

@@ -148,10 +148,11 @@ func (m *Manager) lock(id string) func() {
 
 // CreateSpec is what a caller asks for in a new sandbox.
 type CreateSpec struct {
-	Runtime string
-	Name    string
-	Env     map[string]string
-	Labels  map[string]string
+	Runtime   string
+	Name      string
+	Env       map[string]string
+	Labels    map[string]string
+	Resources Resources // zero fields take DefaultResources (isolated runtimes)
 }
 
 var (
@@ -202,7 +203,41 @@ func (s *CreateSpec) Valid() map[string]string {
 			p["labels."+k] = fmt.Sprintf("keys and values are 1-%d bytes", maxLabelBytes)
 		}
 	}
+	r, m := s.Resources, MaxResources
+	switch {
+	case r.CPUs < 0 || r.CPUs > m.CPUs:
+		p["resources.cpus"] = fmt.Sprintf("must be between 0.01 and %g", m.CPUs)
+	case r.CPUs > 0 && r.CPUs < 0.01:
+		p["resources.cpus"] = "must be at least 0.01"
+	}
+	if r.MemoryMB < 0 || r.MemoryMB > m.MemoryMB || (r.MemoryMB > 0 && r.MemoryMB < 32) {
+		p["resources.memory_mb"] = fmt.Sprintf("must be between 32 and %d", m.MemoryMB)
+	}
+	if r.Pids < 0 || r.Pids > m.Pids || (r.Pids > 0 && r.Pids < 16) {
+		p["resources.pids"] = fmt.Sprintf("must be between 16 and %d", m.Pids)
+	}
+	if r.DiskMB < 0 || r.DiskMB > m.DiskMB || (r.DiskMB > 0 && r.DiskMB < 64) {
+		p["resources.disk_mb"] = fmt.Sprintf("must be between 64 and %d", m.DiskMB)
+	}
 	return p
+}
+
+// withDefaults fills zero resource fields from DefaultResources.
+func (r Resources) withDefaults() Resources {
+	d := DefaultResources
+	if r.CPUs == 0 {
+		r.CPUs = d.CPUs
+	}
+	if r.MemoryMB == 0 {
+		r.MemoryMB = d.MemoryMB
+	}
+	if r.Pids == 0 {
+		r.Pids = d.Pids
+	}
+	if r.DiskMB == 0 {
+		r.DiskMB = d.DiskMB
+	}
+	return r
 }
 
 // Create creates and starts a sandbox. If spec.Name names an existing
@@ -234,6 +269,11 @@ func (m *Manager) Create(ctx context.Context, spec CreateSpec) (sb *Sandbox, cre
 		ID: ident.New("sbx_"), Name: spec.Name, Runtime: rt.Name(), State: apitype.StateStarting,
 		Env: spec.Env, Labels: spec.Labels, AgentToken: ident.Token("agt_"), CreatedAt: now, UpdatedAt: now,
 	}
+	if rt.Isolated() {
+		sb.Resources = spec.Resources.withDefaults()
+	} else if spec.Resources != (Resources{}) {
+		return nil, false, errcode.InvalidFields(map[string]string{"resources": "the process runtime enforces no limits; use runtime container or gvisor"})
+	}
 	if err := m.insertWithinLimit(ctx, sb); err != nil {
 		if errcode.ReasonOf(err) == "name_taken" {
 			if existing, gerr := m.store.GetSandboxByName(ctx, spec.Name); gerr == nil {
@@ -263,17 +303,33 @@ func (m *Manager) insertWithinLimit(ctx context.Context, sb *Sandbox) error {
 		return err
 	}
 	live := 0
+	uids := map[int]bool{}
 	for _, s := range all {
 		if s.Live() || s.State == apitype.StateStopping {
 			live++
 		}
+		uids[s.UID] = true // failed sandboxes keep files owned by theirs
 	}
 	if live >= m.cfg.MaxSandboxes {
 		return errcode.WithReason(errcode.ResourceExhausted, "sandbox_limit",
 			"%d sandboxes exist, the maximum (--max-sandboxes); delete one first", live)
 	}
+	if sb.Resources != (Resources{}) {
+		// Each isolated sandbox runs as a host uid of its own, unused by
+		// any other, so nothing one writes is another's.
+		for uid := firstSandboxUID; ; uid++ {
+			if !uids[uid] {
+				sb.UID = uid
+				break
+			}
+		}
+	}
 	return m.store.CreateSandbox(ctx, sb)
 }
+
+// firstSandboxUID starts the host uids of isolated sandboxes, above the
+// ranges distributions give users and subordinate ids (100000-165535).
+const firstSandboxUID = 300000
 
 // start lays out the sandbox's directories, starts its agent and records
 // it as running.
@@ -466,6 +522,14 @@ func (m *Manager) Exec(ctx context.Context, sandboxID string, req ExecSpec, q ur
 	started, startErr := c.Start(ctx, agent.StartRequest{ID: id, CreateCommandRequest: req}, q)
 	insertErr := <-inserted
 	bg := context.WithoutCancel(ctx)
+	if startErr != nil && ctx.Err() != nil && insertErr == nil {
+		// The caller left while the agent started or ran the command: it
+		// may well be running. Keep the record if the agent has it.
+		if _, err := c.Command(bg, id, url.Values{"max_bytes": {"0"}}); err == nil {
+			m.watch(sandboxID, c, id)
+			return nil, startErr
+		}
+	}
 	switch {
 	case startErr != nil && insertErr == nil:
 		// Not started, so not acknowledged: leave no row.
@@ -636,6 +700,28 @@ func (m *Manager) Recover(ctx context.Context) error {
 			}
 		}
 	}
+	// Containers a runtime still runs for sandboxes the store does not know.
+	for _, rt := range m.runtimes {
+		lister, ok := rt.(interface {
+			List(context.Context) ([]string, error)
+		})
+		if !ok {
+			continue
+		}
+		ids, err := lister.List(ctx)
+		if err != nil {
+			m.log.ErrorContext(ctx, "listing containers", "runtime", rt.Name(), "err", err)
+			continue
+		}
+		for _, id := range ids {
+			if !known[id] {
+				m.log.WarnContext(ctx, "removing unknown container", "runtime", rt.Name(), "sandbox_id", id)
+				if err := rt.Stop(ctx, &Sandbox{ID: id}, LayoutFor(m.cfg.DataDir, id)); err != nil {
+					m.log.ErrorContext(ctx, "removing unknown container", "sandbox_id", id, "err", err)
+				}
+			}
+		}
+	}
 	entries, err := os.ReadDir(filepath.Join(m.cfg.DataDir, "sandboxes"))
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
@@ -646,8 +732,10 @@ func (m *Manager) Recover(ctx context.Context) error {
 		}
 		m.log.WarnContext(ctx, "removing unknown sandbox directory", "sandbox_id", e.Name())
 		l := LayoutFor(m.cfg.DataDir, e.Name())
-		if err := (ProcessRuntime{}).Stop(ctx, &Sandbox{ID: e.Name()}, l); err != nil {
-			m.log.ErrorContext(ctx, "stopping unknown sandbox", "sandbox_id", e.Name(), "err", err)
+		for _, rt := range m.runtimes {
+			if err := rt.Stop(ctx, &Sandbox{ID: e.Name()}, l); err != nil {
+				m.log.ErrorContext(ctx, "stopping unknown sandbox", "sandbox_id", e.Name(), "runtime", rt.Name(), "err", err)
+			}
 		}
 		if err := os.RemoveAll(l.Dir); err != nil {
 			return err

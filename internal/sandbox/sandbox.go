@@ -16,6 +16,11 @@ type Sandbox struct {
 	Reason  string // why it failed, when it did
 	Env     map[string]string
 	Labels  map[string]string
+	// Resources are the limits of isolated runtimes (zero for process).
+	Resources Resources
+	// UID is the unprivileged host uid an isolated sandbox runs as, unique
+	// among live sandboxes; 0 for the process runtime.
+	UID int
 
 	// AgentPID is the agent's host PID (process runtime) or 0.
 	AgentPID int
@@ -25,6 +30,14 @@ type Sandbox struct {
 
 	CreatedAt time.Time
 	UpdatedAt time.Time
+}
+
+// Resources bound an isolated sandbox.
+type Resources struct {
+	CPUs     float64 `json:"cpus,omitempty"`
+	MemoryMB int64   `json:"memory_mb,omitempty"`
+	Pids     int64   `json:"pids,omitempty"`
+	DiskMB   int64   `json:"disk_mb,omitempty"`
 }
 
 // Live reports whether the sandbox should have running compute.

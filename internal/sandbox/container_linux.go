@@ -1,0 +1,463 @@
+package sandbox
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
+
+	"github.com/berthdev/berth/internal/agent"
+	"github.com/berthdev/berth/internal/errcode"
+)
+
+// OCIConfig configures the isolated runtimes.
+type OCIConfig struct {
+	DataDir string
+	// OCIRuntime picks the program of the container runtime: "crun",
+	// "runc", or "auto" (crun, but runc on hybrid cgroup hosts, where crun
+	// needs a private mount namespace to start).
+	OCIRuntime string
+	// Runsc is the gVisor runsc binary ("" finds it on PATH).
+	Runsc string
+}
+
+// ContainerRuntime runs each sandbox's agent as the init of an OCI
+// container: every namespace but the user namespace, no capabilities,
+// no-new-privileges, a deny-default seccomp profile, a read-only root made
+// of the host template under a per-sandbox overlay, a non-root uid of its
+// own, cgroup limits and no network but loopback. The same bundle runs
+// under crun or runc ("container") or under gVisor's runsc ("gvisor").
+type ContainerRuntime struct {
+	name    string   // container or gvisor
+	program string   // crun, runc or runsc
+	argv    []string // command prefix: the runtime binary, maybe wrapped, and global flags
+	dataDir string
+	cgroups cgroupMode
+	err     error // why the runtime is unavailable, or nil
+
+	templateOnce sync.Once
+	template     *hostTemplate
+	templateErr  error
+}
+
+var _ Runtime = (*ContainerRuntime)(nil)
+
+// NewContainerRuntime returns the "container" runtime (crun or runc).
+func NewContainerRuntime(cfg OCIConfig) *ContainerRuntime {
+	r := &ContainerRuntime{name: "container", dataDir: cfg.DataDir, cgroups: detectCgroups()}
+	choice := cfg.OCIRuntime
+	if choice == "" || choice == "auto" {
+		choice = "crun"
+		if _, err := exec.LookPath("crun"); err != nil || r.cgroups == cgroupHybrid {
+			if _, err := exec.LookPath("runc"); err == nil {
+				choice = "runc"
+			}
+		}
+	}
+	bin, err := exec.LookPath(choice)
+	if err != nil {
+		r.err = errcode.WithReason(errcode.Unimplemented, "runtime_unavailable",
+			"runtime container is not available: %s is not installed (apt-get install crun)", choice)
+		return r
+	}
+	r.program = choice
+	root := filepath.Join(cfg.DataDir, "oci", choice)
+	r.argv = []string{bin, "--root", root}
+	if choice == "crun" && r.cgroups == cgroupHybrid {
+		// crun refuses hybrid hosts; in a private mount namespace without
+		// the (empty) v2 tree it sees plain v1.
+		r.argv = append([]string{"unshare", "--mount", "--propagation", "private", "--", "sh", "-c",
+			`umount /sys/fs/cgroup/unified 2>/dev/null; exec "$0" "$@"`}, r.argv...)
+	}
+	r.err = r.checkHost()
+	return r
+}
+
+// NewGVisorRuntime returns the "gvisor" runtime: the same bundle under
+// runsc with the systrap platform.
+func NewGVisorRuntime(cfg OCIConfig) *ContainerRuntime {
+	r := &ContainerRuntime{name: "gvisor", program: "runsc", dataDir: cfg.DataDir, cgroups: detectCgroups()}
+	bin := cfg.Runsc
+	if bin == "" {
+		var err error
+		if bin, err = exec.LookPath("runsc"); err != nil {
+			r.err = errcode.WithReason(errcode.Unimplemented, "runtime_unavailable",
+				"runtime gvisor is not available: runsc is not installed (make runsc builds it)")
+			return r
+		}
+	}
+	r.argv = []string{bin, "--root", filepath.Join(cfg.DataDir, "oci", "runsc"), "--platform=systrap", "--network=none"}
+	r.err = r.checkHost()
+	return r
+}
+
+func (r *ContainerRuntime) checkHost() error {
+	switch {
+	case os.Geteuid() != 0:
+		return errcode.WithReason(errcode.Unimplemented, "runtime_unavailable",
+			"runtime %s is not available: berth serve must run as root to create containers", r.name)
+	case r.cgroups == cgroupNone:
+		return errcode.WithReason(errcode.Unimplemented, "runtime_unavailable",
+			"runtime %s is not available: no cgroup hierarchy is mounted", r.name)
+	}
+	if b, err := os.ReadFile("/proc/filesystems"); err != nil || !bytes.Contains(b, []byte("overlay")) {
+		return errcode.WithReason(errcode.Unimplemented, "runtime_unavailable",
+			"runtime %s is not available: overlayfs is missing (modprobe overlay)", r.name)
+	}
+	return nil
+}
+
+func (r *ContainerRuntime) Name() string     { return r.name }
+func (r *ContainerRuntime) Isolated() bool   { return true }
+func (r *ContainerRuntime) Available() error { return r.err }
+
+// Program says which OCI runtime program runs the bundles, for doctor.
+func (r *ContainerRuntime) Program() string { return r.program }
+
+// Paths inside the sandbox.
+const (
+	agentPathInSandbox = "/.berth/berth"
+	stateInSandbox     = "/run/berth"
+)
+
+// containerLayout adds the isolated runtimes' directories to l.
+type containerLayout struct {
+	Layout
+	upper, work, rootfs, bundle, pidFile string
+}
+
+func containerLayoutFor(l Layout) containerLayout {
+	return containerLayout{
+		Layout:  l,
+		upper:   filepath.Join(l.Dir, "upper"),
+		work:    filepath.Join(l.Dir, "work"),
+		rootfs:  filepath.Join(l.Dir, "rootfs"),
+		bundle:  filepath.Join(l.Dir, "bundle"),
+		pidFile: filepath.Join(l.Run, "pid"),
+	}
+}
+
+func (r *ContainerRuntime) hostTemplate() (*hostTemplate, error) {
+	r.templateOnce.Do(func() {
+		r.template, r.templateErr = buildHostTemplate(filepath.Join(r.dataDir, "templates", "host"))
+	})
+	return r.template, r.templateErr
+}
+
+// Start prepares the sandbox's root (overlay over the host template), its
+// bundle, and runs the container detached, with the agent as its init.
+func (r *ContainerRuntime) Start(ctx context.Context, sb *Sandbox, l Layout, a AgentArgs) (int, error) {
+	if r.err != nil {
+		return 0, r.err
+	}
+	tmpl, err := r.hostTemplate()
+	if err != nil {
+		return 0, fmt.Errorf("building the host template: %w", err)
+	}
+	cl := containerLayoutFor(l)
+	for _, d := range []string{cl.work, cl.bundle} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return 0, err
+		}
+	}
+	// The overlay's root takes the upper directory's mode: the sandbox
+	// user must be able to traverse it.
+	for _, d := range []string{cl.upper, cl.rootfs} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return 0, err
+		}
+		if err := os.Chmod(d, 0o755); err != nil {
+			return 0, err
+		}
+	}
+	for _, d := range []string{l.Workspace, l.State} {
+		if err := os.Chown(d, sb.UID, sb.UID); err != nil {
+			return 0, err
+		}
+	}
+	if err := sandboxEtc(filepath.Join(cl.upper, "etc"), sb.UID); err != nil {
+		return 0, err
+	}
+	if !isMountPoint(cl.rootfs) {
+		opts := "lowerdir=" + tmpl.rootfs + ",upperdir=" + cl.upper + ",workdir=" + cl.work
+		if err := unix.Mount("overlay", cl.rootfs, "overlay", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
+			return 0, fmt.Errorf("mounting the sandbox's root: %w", err)
+		}
+	}
+	spec := r.spec(sb, cl, tmpl, a)
+	b, err := json.Marshal(spec)
+	if err != nil {
+		return 0, err
+	}
+	if err := os.WriteFile(filepath.Join(cl.bundle, "config.json"), b, 0o600); err != nil {
+		return 0, err
+	}
+
+	lnF, err := agent.ListenFile(l.Socket)
+	if err != nil {
+		return 0, fmt.Errorf("making the agent's socket: %w", err)
+	}
+	defer lnF.Close()
+	tokR, tokW, err := os.Pipe()
+	if err != nil {
+		return 0, err
+	}
+	defer closeAll(tokR, tokW)
+	readyR, readyW, err := os.Pipe()
+	if err != nil {
+		return 0, err
+	}
+	defer closeAll(readyR, readyW)
+	if _, err := tokW.WriteString(a.Token + "\n"); err != nil {
+		return 0, err
+	}
+	tokW.Close()
+
+	_ = os.Remove(cl.pidFile)
+	args := r.runArgs(sb.ID, cl)
+	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
+	cmd.ExtraFiles = []*os.File{lnF, tokR, readyW}
+	logf, err := os.OpenFile(l.Log, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return 0, err
+	}
+	defer logf.Close()
+	// The container inherits the runtime's stdout and stderr, so they must
+	// be a file: a pipe would stay open as long as the sandbox lives.
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Run(); err != nil {
+		return 0, fmt.Errorf("%s run: %v: %s", r.program, err, logTail(l.Log))
+	}
+	closeAll(lnF, tokR, readyW)
+
+	ready := make(chan error, 1)
+	go func() {
+		line, err := bufio.NewReader(readyR).ReadString('\n')
+		if err == nil && strings.TrimSpace(line) != "ready" {
+			err = fmt.Errorf("unexpected %q", line)
+		}
+		ready <- err
+	}()
+	t := time.NewTimer(agentStartTimeout)
+	defer t.Stop()
+	select {
+	case err := <-ready:
+		if err != nil {
+			return 0, fmt.Errorf("agent did not start: %s", logTail(l.Log))
+		}
+	case <-t.C:
+		return 0, errcode.WithReason(errcode.Unavailable, "agent_start_timeout", "agent did not listen within %s", agentStartTimeout)
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+	b, err = os.ReadFile(cl.pidFile)
+	if err != nil {
+		return 0, fmt.Errorf("reading the container's pid: %w", err)
+	}
+	return strconv.Atoi(strings.TrimSpace(string(b)))
+}
+
+// runArgs is the command line that runs the bundle detached, passing the
+// agent's listener, token pipe and ready pipe as fds 3, 4 and 5.
+func (r *ContainerRuntime) runArgs(id string, cl containerLayout) []string {
+	args := append([]string{}, r.argv...)
+	switch r.program {
+	case "runsc":
+		args = append(args, "run", "--detach", "--pid-file", cl.pidFile, "--bundle", cl.bundle,
+			"--pass-fd", "3:3", "--pass-fd", "4:4", "--pass-fd", "5:5", id)
+	default:
+		args = append(args, "run", "--detach", "--preserve-fds", "3", "--pid-file", cl.pidFile, "--bundle", cl.bundle, id)
+	}
+	return args
+}
+
+// Sandbox defaults and maxima for isolated runtimes.
+var (
+	DefaultResources = Resources{CPUs: 1, MemoryMB: 1024, Pids: 512, DiskMB: 2048}
+	MaxResources     = Resources{CPUs: 64, MemoryMB: 64 << 10, Pids: 32768, DiskMB: 1 << 20}
+)
+
+// Sizes of the sandbox's in-memory file systems (they count against its
+// memory limit).
+const (
+	tmpSizeMB = 512
+	shmSizeMB = 256
+)
+
+func (r *ContainerRuntime) spec(sb *Sandbox, cl containerLayout, tmpl *hostTemplate, a AgentArgs) *specs.Spec {
+	res := sb.Resources
+	uid := uint32(sb.UID)
+	memory := res.MemoryMB << 20
+	period := uint64(100000)
+	quota := int64(res.CPUs * float64(period))
+	pids := res.Pids
+	// Open files: as many as the daemon may have, at most 65536 (a limit
+	// above the daemon's own hard limit is refused by the kernel).
+	nofile := uint64(65536)
+	var rl unix.Rlimit
+	if unix.Getrlimit(unix.RLIMIT_NOFILE, &rl) == nil {
+		nofile = min(nofile, rl.Max)
+	}
+	rlimits := []specs.POSIXRlimit{
+		{Type: "RLIMIT_CORE", Hard: 0, Soft: 0},
+		{Type: "RLIMIT_NOFILE", Hard: nofile, Soft: nofile},
+	}
+	mounts := []specs.Mount{
+		{Destination: "/proc", Type: "proc", Source: "proc", Options: []string{"nosuid", "noexec", "nodev"}},
+		{Destination: "/dev", Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "strictatime", "mode=755", "size=65536k"}},
+		{Destination: "/dev/pts", Type: "devpts", Source: "devpts", Options: []string{"nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620"}},
+		{Destination: "/dev/shm", Type: "tmpfs", Source: "shm", Options: []string{"nosuid", "noexec", "nodev", "mode=1777", fmt.Sprintf("size=%dm", shmSizeMB)}},
+		{Destination: "/dev/mqueue", Type: "mqueue", Source: "mqueue", Options: []string{"nosuid", "noexec", "nodev"}},
+		{Destination: "/sys", Type: "sysfs", Source: "sysfs", Options: []string{"nosuid", "noexec", "nodev", "ro"}},
+		{Destination: "/tmp", Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "nodev", "mode=1777", fmt.Sprintf("size=%dm", tmpSizeMB)}},
+		{Destination: "/run", Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "nodev", "noexec", "mode=755", "size=16m"}},
+	}
+	for _, d := range tmpl.binds {
+		mounts = append(mounts, specs.Mount{Destination: d, Type: "bind", Source: d, Options: []string{"rbind", "ro", "nosuid", "nodev"}})
+	}
+	mounts = append(mounts,
+		specs.Mount{Destination: "/workspace", Type: "bind", Source: cl.Workspace, Options: []string{"rbind", "rw", "nosuid", "nodev"}},
+		specs.Mount{Destination: stateInSandbox, Type: "bind", Source: cl.State, Options: []string{"rbind", "rw", "nosuid", "nodev", "noexec"}},
+		specs.Mount{Destination: agentPathInSandbox, Type: "bind", Source: a.Binary, Options: []string{"bind", "ro", "nosuid", "nodev"}},
+	)
+	empty := []string{}
+	s := &specs.Spec{
+		Version:  specs.Version,
+		Hostname: "sandbox",
+		Root:     &specs.Root{Path: cl.rootfs, Readonly: true},
+		Process: &specs.Process{
+			User: specs.User{UID: uid, GID: uid},
+			Args: []string{agentPathInSandbox, "agent", "--pid1", "--sandbox-id", sb.ID,
+				"--workspace", "/workspace", "--state", stateInSandbox,
+				"--output-cap", strconv.FormatInt(a.OutputCap, 10),
+				"--max-commands", strconv.Itoa(a.MaxCommands),
+				"--max-history", strconv.Itoa(a.MaxHistory),
+				"--max-upload", strconv.FormatInt(a.MaxUpload, 10),
+				"--listen-fd", "3", "--token-fd", "4", "--ready-fd", "5"},
+			Env:             []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/workspace", "LANG=C.UTF-8"},
+			Cwd:             "/workspace",
+			Capabilities:    &specs.LinuxCapabilities{Bounding: empty, Effective: empty, Inheritable: empty, Permitted: empty, Ambient: empty},
+			NoNewPrivileges: true,
+			Rlimits:         rlimits,
+		},
+		Mounts: mounts,
+		Linux: &specs.Linux{
+			Namespaces: []specs.LinuxNamespace{
+				{Type: specs.PIDNamespace}, {Type: specs.NetworkNamespace}, {Type: specs.IPCNamespace},
+				{Type: specs.UTSNamespace}, {Type: specs.MountNamespace}, {Type: specs.CgroupNamespace},
+			},
+			CgroupsPath: cgroupParent + "/" + sb.ID,
+			Resources: &specs.LinuxResources{
+				Devices: []specs.LinuxDeviceCgroup{{Allow: false, Access: "rwm"}},
+				Memory:  &specs.LinuxMemory{Limit: &memory, Swap: &memory},
+				CPU:     &specs.LinuxCPU{Quota: &quota, Period: &period},
+				Pids:    &specs.LinuxPids{Limit: &pids},
+			},
+			Seccomp: SeccompProfile(),
+			MaskedPaths: []string{
+				"/proc/acpi", "/proc/asound", "/proc/kcore", "/proc/keys", "/proc/latency_stats",
+				"/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug", "/proc/scsi",
+				"/sys/firmware", "/sys/devices/virtual/powercap", "/proc/interrupts",
+			},
+			ReadonlyPaths: []string{
+				"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger",
+			},
+		},
+	}
+	if r.program == "runsc" {
+		// gVisor is its own seccomp boundary and implements no cgroup
+		// namespace; it applies the profile's intent by construction.
+		s.Linux.Seccomp = nil
+		s.Linux.Namespaces = s.Linux.Namespaces[:5]
+	}
+	return s
+}
+
+// Alive reports whether the sandbox's container still runs its init.
+func (r *ContainerRuntime) Alive(sb *Sandbox, l Layout) bool {
+	if sb.AgentPID <= 0 {
+		return false
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(sb.AgentPID) + "/cmdline")
+	return err == nil && bytes.Contains(b, []byte(sb.ID))
+}
+
+// Stop kills the container (by its cgroup, so nothing escapes), deletes
+// it, and unmounts its root. It is idempotent and safe to call on a
+// sandbox this runtime never started.
+func (r *ContainerRuntime) Stop(ctx context.Context, sb *Sandbox, l Layout) error {
+	if r.err != nil {
+		return nil
+	}
+	cl := containerLayoutFor(l)
+	var errs []error
+	_ = r.runtime(ctx, "kill", sb.ID, "KILL")
+	if err := newSandboxCgroup(r.cgroups, sb.ID).kill(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := r.runtime(ctx, "delete", "--force", sb.ID); err != nil && !strings.Contains(err.Error(), "does not exist") &&
+		!strings.Contains(err.Error(), "not found") && !strings.Contains(err.Error(), "No such file") {
+		errs = append(errs, err)
+	}
+	for _, mp := range mountsUnder(cl.Dir) {
+		if err := unix.Unmount(mp, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) {
+			errs = append(errs, fmt.Errorf("unmounting %s: %w", mp, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// runtime runs one OCI runtime subcommand.
+func (r *ContainerRuntime) runtime(ctx context.Context, args ...string) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	all := append(append([]string{}, r.argv...), args...)
+	cmd := exec.CommandContext(ctx, all[0], all[1:]...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%s %s: %v: %s", r.program, args[0], err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// List returns the IDs of the containers this runtime knows.
+func (r *ContainerRuntime) List(ctx context.Context) ([]string, error) {
+	if r.err != nil {
+		return nil, nil
+	}
+	all := append(append([]string{}, r.argv...), "list", "--format", "json")
+	out, err := exec.CommandContext(ctx, all[0], all[1:]...).Output()
+	if err != nil {
+		return nil, fmt.Errorf("%s list: %w", r.program, err)
+	}
+	var states []struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal(bytes.TrimSpace(out), &states); err != nil && len(bytes.TrimSpace(out)) > 0 && string(bytes.TrimSpace(out)) != "null" {
+		return nil, fmt.Errorf("%s list: %w", r.program, err)
+	}
+	var ids []string
+	for _, s := range states {
+		ids = append(ids, s.ID)
+	}
+	return ids, nil
+}
+
+// OOMKills reports how many processes the OOM killer ended in the
+// sandbox's cgroup.
+func (r *ContainerRuntime) OOMKills(id string) int {
+	return newSandboxCgroup(r.cgroups, id).oomKills()
+}
+
