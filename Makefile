@@ -6,8 +6,9 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := build
 .DELETE_ON_ERROR:
 
-# The Go toolchain lives in /usr/local/go on every Berth machine.
-export PATH := /usr/local/go/bin:$(PATH)
+# The Go toolchain lives in /usr/local/go on every Berth machine; tools/ holds
+# the tools `make runsc` builds, so tests and `make run` find them first.
+export PATH := $(CURDIR)/tools:/usr/local/go/bin:$(PATH)
 
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 BIN     := bin/berth
@@ -17,7 +18,11 @@ ARGS    ?= --data ./.berth
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZTIME    ?= 20s
 
-.PHONY: deps build run test bench lint fuzz clean
+# gVisor's runsc, pinned (docs/gvisor.md). gVisor tags no Go module versions,
+# so this is the pseudo-version of a commit on its `go` branch.
+RUNSC_VERSION := v0.0.0-20260905035102-160fafc42237
+
+.PHONY: deps build runsc run test bench lint fuzz clean
 
 ## deps: install the system packages Berth needs (only what is missing).
 deps:
@@ -27,17 +32,29 @@ deps:
 build:
 	CGO_ENABLED=0 go build -trimpath -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/berth
 
+## runsc: build the pinned runsc into tools/, unless runsc is already on PATH.
+# A tools/runsc built from another version (RUNSC_VERSION changed) is rebuilt.
+runsc:
+	@if [[ -x tools/runsc ]] && ! go version -m tools/runsc | grep -qF '$(RUNSC_VERSION)'; then rm -f tools/runsc; fi
+	@command -v runsc >/dev/null || $(MAKE) --no-print-directory tools/runsc
+
+# About two minutes. CGO_ENABLED=0 is required: a cgo build fails every start.
+tools/runsc:
+	GOBIN=$(CURDIR)/tools CGO_ENABLED=0 go install gvisor.dev/gvisor/runsc@$(RUNSC_VERSION)
+
 ## run: build and start `berth serve` (data in ./.berth).
-run: deps build
+run: deps build runsc
 	./$(BIN) serve $(ARGS)
 
 # Tests and benchmarks drive the binary just built, through BERTH_BIN.
 test bench: export BERTH_BIN := $(CURDIR)/$(BIN)
 
 ## test: vet, then every test with the race detector.
-test: deps build
+test: deps build runsc
 	go vet ./...
 	go test -race -count=1 -timeout 20m ./...
+	# The end-to-end suites again, on every isolated runtime.
+	BERTH_TEST_RUNTIME=container go test -race -count=1 -timeout 20m ./internal/daemon/ ./cmd/berth/
 
 ## bench: the benchmarks in internal/bench.
 bench: build

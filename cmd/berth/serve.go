@@ -123,7 +123,9 @@ func (a *app) agentCommand() *cobra.Command {
 			if cfg.PID1 {
 				// Signals from inside the sandbox must not stop its init;
 				// the daemon stops it through the API or with SIGKILL.
-				signal.Ignore(syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+				// Caught and dropped, not ignored: ignored signals would
+				// stay ignored in every command the agent starts.
+				signal.Notify(make(chan os.Signal, 1), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 				ctx = context.WithoutCancel(ctx)
 			}
 			cfg.OutputCap, cfg.MaxUpload = int64(outputCap), int64(maxUpload)

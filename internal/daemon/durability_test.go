@@ -46,7 +46,7 @@ func TestKill9AndRestartReadopts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	agentsBefore := testenv.ProcessesUnder(filepath.Join(dataDir, "sandboxes", sb.ID, "agent"))
+	agentsBefore := d.AgentPIDs(sb.ID)
 	if len(agentsBefore) != 1 {
 		t.Fatalf("agents before the crash: %v, want one", agentsBefore)
 	}
@@ -59,7 +59,7 @@ func TestKill9AndRestartReadopts(t *testing.T) {
 	if err != nil || got.State != apitype.StateRunning {
 		t.Fatalf("sandbox after restart = %+v, %v; want running", got, err)
 	}
-	agentsAfter := testenv.ProcessesUnder(filepath.Join(dataDir, "sandboxes", sb.ID, "agent"))
+	agentsAfter := d2.AgentPIDs(sb.ID)
 	if len(agentsAfter) != 1 || agentsAfter[0] != agentsBefore[0] {
 		t.Errorf("agents after restart = %v, want the same agent %v", agentsAfter, agentsBefore)
 	}
@@ -102,11 +102,10 @@ func TestRestartMarksLostSandboxes(t *testing.T) {
 		t.Fatal(err)
 	}
 	d.Kill9(t)
-	agentState := filepath.Join(dataDir, "sandboxes", sb.ID, "agent")
-	for _, pid := range testenv.ProcessesUnder(agentState) {
+	for _, pid := range d.AgentPIDs(sb.ID) {
 		_ = syscall.Kill(pid, syscall.SIGKILL) // the agent this test's daemon started
 	}
-	testenv.Eventually(t, 10*time.Second, "agent to die", func() bool { return len(testenv.ProcessesUnder(agentState)) == 0 })
+	testenv.Eventually(t, 10*time.Second, "agent to die", func() bool { return len(d.AgentPIDs(sb.ID)) == 0 })
 
 	d2 := testenv.StartDaemonProcess(t, dataDir)
 	got, err := d2.Client.GetSandbox(ctx, sb.ID)
@@ -126,6 +125,9 @@ func TestRestartMarksLostSandboxes(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dataDir, "sandboxes", sb.ID)); !os.IsNotExist(err) {
 		t.Errorf("sandbox directory after delete: %v, want gone", err)
+	}
+	if left := d2.SandboxProcesses(sb.ID); len(left) > 0 {
+		t.Errorf("processes of %s left: %v", sb.ID, left)
 	}
 	testenv.CheckNoProcesses(t, filepath.Join(dataDir, "sandboxes"))
 }
@@ -175,6 +177,9 @@ func TestRestartFinishesInterruptedDeleteAndSweeps(t *testing.T) {
 	for _, id := range ids {
 		if _, err := os.Stat(filepath.Join(dataDir, "sandboxes", id)); !os.IsNotExist(err) {
 			t.Errorf("directory of %s: %v, want removed", id, err)
+		}
+		if left := d2.SandboxProcesses(id); len(left) > 0 {
+			t.Errorf("processes of %s left: %v", id, left)
 		}
 	}
 	testenv.CheckNoProcesses(t, filepath.Join(dataDir, "sandboxes"))
@@ -240,8 +245,7 @@ func TestAgentDeathIsDetected(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	agentState := filepath.Join(filepath.Dir(sb.Workspace), "agent")
-	agents := testenv.ProcessesUnder(agentState)
+	agents := d.AgentPIDs(sb.ID)
 	if len(agents) != 1 {
 		t.Fatalf("agents = %v, want one", agents)
 	}
@@ -256,7 +260,7 @@ func TestAgentDeathIsDetected(t *testing.T) {
 		t.Errorf("command = %+v, %v; want interrupted", rec, err)
 	}
 	testenv.Eventually(t, 10*time.Second, "the sandbox's processes to be gone", func() bool {
-		return len(testenv.ProcessesUnder(filepath.Dir(sb.Workspace))) == 0
+		return len(d.SandboxProcesses(sb.ID)) == 0
 	})
 	// Positive control: the other sandbox is untouched.
 	if c, err := d.Client.Run(ctx, other.ID, apitype.CreateCommandRequest{Command: "echo ok"}); err != nil || c.Stdout != "ok\n" {

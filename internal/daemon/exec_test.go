@@ -21,7 +21,7 @@ import (
 
 func newSandbox(t *testing.T, d *testenv.Daemon) apitype.Sandbox {
 	t.Helper()
-	sb, err := d.Client.CreateSandbox(context.Background(), apitype.CreateSandboxRequest{Runtime: "process"})
+	sb, err := d.Client.CreateSandbox(context.Background(), apitype.CreateSandboxRequest{Runtime: testenv.Runtime()})
 	if err != nil {
 		t.Fatalf("CreateSandbox: %v", err)
 	}
@@ -89,8 +89,6 @@ func TestExecExitCodes(t *testing.T) {
 	}
 }
 
-// processesIn returns PIDs whose working directory is under dir.
-func processesIn(dir string) []int { return testenv.ProcessesUnder(dir) }
 
 func TestExecOutputOffsetsAndCap(t *testing.T) {
 	t.Parallel()
@@ -244,7 +242,7 @@ func TestExecTimeoutAndCleanupLeaveNoProcess(t *testing.T) {
 		t.Errorf("status = %q, want exited", c.Status)
 	}
 	escaped := func() bool {
-		for _, pid := range processesIn(sb.Workspace) {
+		for _, pid := range d.SandboxProcesses(sb.ID) {
 			if b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline"); strings.Contains(string(b), "sleep\x00303") {
 				return true
 			}
@@ -257,7 +255,7 @@ func TestExecTimeoutAndCleanupLeaveNoProcess(t *testing.T) {
 		t.Fatal("setsid sleep 303 is not running: the escape probe is broken")
 	}
 	testenv.Eventually(t, 10*time.Second, "group members to die", func() bool {
-		for _, pid := range processesIn(sb.Workspace) {
+		for _, pid := range d.SandboxProcesses(sb.ID) {
 			b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
 			if strings.Contains(string(b), "sleep\x00300") || strings.Contains(string(b), "sleep\x00301") || strings.Contains(string(b), "sleep\x00302") {
 				return false
@@ -272,10 +270,10 @@ func TestExecTimeoutAndCleanupLeaveNoProcess(t *testing.T) {
 	if escaped() {
 		t.Error("setsid sleep 303 survived the sandbox's deletion")
 	}
-	if left := processesIn(sb.Workspace); len(left) > 0 {
+	if left := d.SandboxProcesses(sb.ID); len(left) > 0 {
 		t.Errorf("processes left after delete: %v", left)
 	}
-	if _, err := os.Stat(filepath.Dir(sb.Workspace)); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Dir(d.HostWorkspace(sb.ID))); !os.IsNotExist(err) {
 		t.Errorf("sandbox directory after delete: stat err = %v, want not exist", err)
 	}
 	if _, err := d.Client.GetSandbox(context.Background(), sb.ID); !client.IsCode(err, errcode.NotFound) {
@@ -412,9 +410,18 @@ func TestSandboxLimitsAndNames(t *testing.T) {
 			t.Errorf("%s: err = %v, want invalid", tt.name, err)
 		}
 	}
-	// A runtime the daemon knows but cannot offer says why.
-	if _, err := d.Client.CreateSandbox(ctx, apitype.CreateSandboxRequest{Runtime: "container"}); !client.IsCode(err, errcode.Unimplemented) || errcode.ReasonOf(err) != "runtime_unavailable" {
-		t.Errorf("container runtime: err = %v, want unimplemented runtime_unavailable", err)
+	// A runtime the daemon knows but cannot offer here says why.
+	sys, err := d.Client.System(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rt := range sys.Runtimes {
+		if rt.Available {
+			continue
+		}
+		if _, err := d.Client.CreateSandbox(ctx, apitype.CreateSandboxRequest{Runtime: rt.Name}); !client.IsCode(err, errcode.Unimplemented) || errcode.ReasonOf(err) != "runtime_unavailable" {
+			t.Errorf("unavailable runtime %s: err = %v, want unimplemented runtime_unavailable", rt.Name, err)
+		}
 	}
 	list, err := d.Client.ListSandboxes(ctx)
 	if err != nil || len(list) != 2 {

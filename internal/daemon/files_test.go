@@ -74,10 +74,11 @@ func fileCtx(t *testing.T, d time.Duration) context.Context {
 func newFileSandbox(t *testing.T, d *testenv.Daemon) (apitype.Sandbox, string) {
 	t.Helper()
 	sb := newSandbox(t, d)
-	if fi, err := os.Stat(sb.Workspace); err != nil || !fi.IsDir() {
-		t.Fatalf("workspace %q of %s: %v, want a directory", sb.Workspace, sb.ID, err)
+	ws := d.HostWorkspace(sb.ID)
+	if fi, err := os.Stat(ws); err != nil || !fi.IsDir() {
+		t.Fatalf("workspace %q of %s: %v, want a directory", ws, sb.ID, err)
 	}
-	return sb, sb.Workspace
+	return sb, ws
 }
 
 // runScript runs script in the sandbox and fails t unless it exits 0.
@@ -115,6 +116,33 @@ func hostWriteFile(t *testing.T, p, data string) {
 	}
 	if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
 		t.Fatal(err)
+	}
+	sandboxOwns(t, p)
+}
+
+// sandboxOwns gives p, and the directories above it that the test made,
+// to the owner of the nearest ancestor not owned by root: the workspace of
+// an isolated sandbox belongs to its own uid, and what a test sets up from
+// the host must be the sandbox's as if it had made it. Under the process
+// runtime everything is root's and nothing changes.
+func sandboxOwns(t *testing.T, p string) {
+	t.Helper()
+	var mine []string
+	for dir := p; dir != "/" && dir != "."; dir = filepath.Dir(dir) {
+		fi, err := os.Lstat(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := fi.Sys().(*syscall.Stat_t)
+		if st.Uid != 0 {
+			for _, m := range mine {
+				if err := os.Lchown(m, int(st.Uid), int(st.Gid)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			return
+		}
+		mine = append(mine, dir)
 	}
 }
 
@@ -320,6 +348,7 @@ func TestFilesList(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(ws, "mixed", "b-dir"), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	sandboxOwns(t, filepath.Join(ws, "mixed", "b-dir"))
 	if err := os.Symlink("a-file", filepath.Join(ws, "mixed", "c-link")); err != nil {
 		t.Fatal(err)
 	}
@@ -435,12 +464,14 @@ func makeFileTree(t *testing.T, root string, tr fileTree) {
 			if err := os.Symlink(target, filepath.Join(root, p)); err != nil {
 				t.Fatal(err)
 			}
+			sandboxOwns(t, filepath.Join(root, p))
 			continue
 		}
 		if p, ok := strings.CutSuffix(s, "/"); ok {
 			if err := os.MkdirAll(filepath.Join(root, p), 0o755); err != nil {
 				t.Fatal(err)
 			}
+			sandboxOwns(t, filepath.Join(root, p))
 			continue
 		}
 		p, data, _ := strings.Cut(s, "=")
@@ -549,6 +580,7 @@ func TestFilesMkdirMoveRemove(t *testing.T) {
 			if err := os.Mkdir(root, 0o755); err != nil {
 				t.Fatal(err)
 			}
+			sandboxOwns(t, root)
 			makeFileTree(t, root, tt.setup)
 			p := func(s string) string { return dir + "/" + s }
 			err := tt.op.do(fileCtx(t, time.Minute), d.Client, sb.ID, p)
@@ -940,6 +972,7 @@ func TestFilesWriteThroughSymlinks(t *testing.T) {
 		if err := os.Symlink(target, filepath.Join(ws, link)); err != nil {
 			t.Fatal(err)
 		}
+		sandboxOwns(t, filepath.Join(ws, link))
 	}
 
 	c, id := d.Client, sb.ID
@@ -1043,6 +1076,9 @@ func TestFilesSpecialFiles(t *testing.T) {
 	hasDevice := unix.Mknod(filepath.Join(ws, "null"), unix.S_IFCHR|0o666, int(unix.Mkdev(1, 3))) == nil
 	if err := os.Symlink("fifo", filepath.Join(ws, "fifolink")); err != nil {
 		t.Fatal(err)
+	}
+	for _, n := range []string{"fifo", "sock", "fifolink"} {
+		sandboxOwns(t, filepath.Join(ws, n))
 	}
 
 	tests := []struct {

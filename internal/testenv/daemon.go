@@ -38,10 +38,12 @@ type Daemon struct {
 func StartDaemon(t testing.TB, tweak func(*daemon.Config)) *Daemon {
 	t.Helper()
 	NeedLinux(t)
+	NeedRuntime(t, Runtime())
 	dir := ShortTempDir(t)
 	cfg := daemon.Config{
 		DataDir: filepath.Join(dir, "d"), Listen: "127.0.0.1:0", Version: "test",
 		AgentBinary: Binary(t), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		DefaultRuntime: Runtime(),
 	}
 	if os.Getenv("BERTH_TEST_LOG") != "" {
 		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -132,7 +134,9 @@ func StartDaemonProcess(t testing.TB, dataDir string, extraArgs ...string) *Daem
 	t.Helper()
 	bin := Binary(t)
 	_ = os.Remove(filepath.Join(dataDir, daemon.InfoFile))
-	args := append([]string{"serve", "--data", dataDir, "--listen", "127.0.0.1:0", "--log-level", "debug"}, extraArgs...)
+	NeedRuntime(t, Runtime())
+	args := append([]string{"serve", "--data", dataDir, "--listen", "127.0.0.1:0", "--log-level", "debug",
+		"--default-runtime", Runtime()}, extraArgs...)
 	cmd := exec.Command(bin, args...)
 	logf, err := os.OpenFile(filepath.Join(filepath.Dir(dataDir), "daemon.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
@@ -208,4 +212,84 @@ func (d *Daemon) Kill9(t testing.TB) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("daemon did not die within 10s of SIGKILL")
 	}
+}
+
+// Runtime is the sandbox runtime the end-to-end suites run on:
+// $BERTH_TEST_RUNTIME, or process. make test runs them on every runtime.
+func Runtime() string {
+	if r := os.Getenv("BERTH_TEST_RUNTIME"); r != "" {
+		return r
+	}
+	return "process"
+}
+
+// NeedRuntime requires what runtime rt needs on this machine.
+func NeedRuntime(t testing.TB, rt string) {
+	t.Helper()
+	switch rt {
+	case "process":
+	case "container":
+		NeedRoot(t)
+		if _, err := exec.LookPath("crun"); err != nil {
+			NeedCommand(t, "runc")
+		}
+	case "gvisor":
+		NeedRoot(t)
+		NeedCommand(t, "runsc")
+	default:
+		t.Fatalf("BERTH_TEST_RUNTIME=%q is not a runtime", rt)
+	}
+}
+
+// HostWorkspace is where sandbox id's workspace is on the host.
+func (d *Daemon) HostWorkspace(id string) string {
+	return filepath.Join(d.DataDir, "sandboxes", id, "workspace")
+}
+
+// SandboxProcesses lists the live processes of sandbox id, whatever its
+// runtime: members of its cgroup, processes naming it (its agent, runsc),
+// and processes working in its host directory.
+func (d *Daemon) SandboxProcesses(id string) []int {
+	seen := map[int]bool{}
+	for _, f := range []string{
+		"/sys/fs/cgroup/pids/berth/" + id + "/cgroup.procs",
+		"/sys/fs/cgroup/berth/" + id + "/cgroup.procs",
+	} {
+		b, _ := os.ReadFile(f)
+		for _, s := range strings.Fields(string(b)) {
+			if pid, err := strconv.Atoi(s); err == nil {
+				seen[pid] = true
+			}
+		}
+	}
+	for _, pid := range ProcessesUnder(id) {
+		seen[pid] = true
+	}
+	for _, pid := range ProcessesUnder(filepath.Join(d.DataDir, "sandboxes", id)) {
+		seen[pid] = true
+	}
+	var out []int
+	for pid := range seen {
+		if b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline"); err == nil && len(b) > 0 {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// AgentPIDs lists the host processes that are sandbox id's agent: "berth
+// agent --sandbox-id id" for process and container sandboxes, the runsc
+// sandbox process for gvisor ones (the agent itself lives inside it).
+func (d *Daemon) AgentPIDs(id string) []int {
+	if pids := ProcessesUnder("--sandbox-id\x00" + id + "\x00"); len(pids) > 0 {
+		return pids
+	}
+	var out []int
+	for _, pid := range ProcessesUnder(id) {
+		b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+		if strings.Contains(string(b), "runsc-sandbox") || strings.Contains(string(b), "\x00boot\x00") {
+			out = append(out, pid)
+		}
+	}
+	return out
 }
