@@ -55,6 +55,7 @@ test: deps build runsc
 	go test -race -count=1 -timeout 20m ./...
 	# The end-to-end suites again, on every isolated runtime.
 	BERTH_TEST_RUNTIME=container go test -race -count=1 -timeout 20m ./internal/daemon/ ./cmd/berth/
+	BERTH_TEST_RUNTIME=gvisor go test -race -count=1 -timeout 20m ./internal/daemon/ ./cmd/berth/
 
 ## bench: the benchmarks in internal/bench.
 bench: build

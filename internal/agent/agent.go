@@ -69,6 +69,10 @@ type Agent struct {
 	log  *slog.Logger
 	root *os.Root
 
+	// rootConfines is false where the kernel lets os.Root follow a link
+	// out (gVisor): paths are then resolved by resolveBeneath.
+	rootConfines bool
+
 	wg   sync.WaitGroup // command waiters
 	stop func()         // ends Run; set by Run
 
@@ -112,7 +116,11 @@ func New(cfg Config) (*Agent, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening workspace: %w", err)
 	}
-	a := &Agent{cfg: cfg, log: cfg.Logger, root: root, cmds: make(map[string]*command)}
+	a := &Agent{cfg: cfg, log: cfg.Logger, root: root, cmds: make(map[string]*command),
+		rootConfines: rootConfines(cfg.StateDir)}
+	if !a.rootConfines {
+		a.log.Warn("os.Root does not confine links here; resolving them in the agent")
+	}
 	if err := a.load(); err != nil {
 		root.Close()
 		return nil, err

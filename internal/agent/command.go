@@ -77,7 +77,7 @@ func (a *Agent) start(req StartRequest) (*command, error) {
 	if timeout <= 0 {
 		return nil, errcode.New(errcode.Invalid, "timeout_ms must be positive")
 	}
-	cwd, err := a.cleanPath(cmp(req.Cwd, "."))
+	cwd, err := a.cleanPath(cmp(req.Cwd, "."), true)
 	if err != nil {
 		return nil, err
 	}

@@ -61,12 +61,12 @@ func fileError(err error, p string) error {
 }
 
 // queryPath reads and cleans the "path" query parameter.
-func (a *Agent) queryPath(r *http.Request, dflt string) (string, string, error) {
+func (a *Agent) queryPath(r *http.Request, dflt string, follow bool) (string, string, error) {
 	raw := r.URL.Query().Get("path")
 	if raw == "" && dflt != "" {
 		raw = dflt
 	}
-	clean, err := a.cleanPath(raw)
+	clean, err := a.cleanPath(raw, follow)
 	return raw, clean, err
 }
 
@@ -101,7 +101,7 @@ func (h *nameHeap) Pop() any {
 // cursor (the last name of the previous page). Memory is bounded by limit,
 // whatever the directory's size.
 func (a *Agent) handleListFiles(w http.ResponseWriter, r *http.Request) {
-	raw, dir, err := a.queryPath(r, ".")
+	raw, dir, err := a.queryPath(r, ".", true)
 	if err != nil {
 		a.fail(w, r, err)
 		return
@@ -207,7 +207,7 @@ func (a *Agent) openRegular(raw, p string) (*os.File, fs.FileInfo, error) {
 }
 
 func (a *Agent) handleReadFile(w http.ResponseWriter, r *http.Request) {
-	raw, p, err := a.queryPath(r, "")
+	raw, p, err := a.queryPath(r, "", true)
 	if err != nil {
 		a.fail(w, r, err)
 		return
@@ -236,7 +236,7 @@ func (a *Agent) handleReadFile(w http.ResponseWriter, r *http.Request) {
 // partial file and a failed upload leaves nothing behind. The final
 // component is never followed: writing onto a symbolic link is refused.
 func (a *Agent) handleWriteFile(w http.ResponseWriter, r *http.Request) {
-	raw, p, err := a.queryPath(r, "")
+	raw, p, err := a.queryPath(r, "", false)
 	if err != nil {
 		a.fail(w, r, err)
 		return
@@ -329,7 +329,7 @@ func (a *Agent) handleMkdir(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	p, err := a.cleanPath(req.Path)
+	p, err := a.cleanPath(req.Path, true)
 	if err != nil {
 		a.fail(w, r, err)
 		return
@@ -354,12 +354,12 @@ func (a *Agent) handleMove(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	from, err := a.cleanPath(req.From)
+	from, err := a.cleanPath(req.From, false)
 	if err != nil {
 		a.fail(w, r, err)
 		return
 	}
-	to, err := a.cleanPath(req.To)
+	to, err := a.cleanPath(req.To, false)
 	if err != nil {
 		a.fail(w, r, err)
 		return
@@ -399,7 +399,7 @@ func (a *Agent) handleMove(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *Agent) handleRemove(w http.ResponseWriter, r *http.Request) {
-	raw, p, err := a.queryPath(r, "")
+	raw, p, err := a.queryPath(r, "", false)
 	if err != nil {
 		a.fail(w, r, err)
 		return

@@ -1,7 +1,10 @@
 package agent
 
 import (
+	"io/fs"
+	"os"
 	"path"
+	"path/filepath"
 	"strings"
 	"unicode/utf8"
 
@@ -82,12 +85,99 @@ func CleanPath(p string) (string, error) {
 // cleanPath is CleanPath that also takes absolute paths under the agent's
 // own workspace directory: under the process runtime that is where
 // commands run, so the paths they print must work in the file API too.
-func (a *Agent) cleanPath(p string) (string, error) {
+//
+// Where the kernel's confinement of os.Root cannot be relied on (see
+// rootConfines), it also resolves symbolic links itself and refuses those
+// leading out; follow says whether the final component is resolved too
+// (reads) or left to the operation (writes, moves and removes, which act
+// on a link itself).
+func (a *Agent) cleanPath(p string, follow bool) (string, error) {
 	ws := a.cfg.Workspace
 	if ws != WorkspacePrefix && strings.HasPrefix(p, "/") && len(p) <= MaxPathBytes {
 		if rest, ok := strings.CutPrefix(path.Clean(p), ws); ok && (rest == "" || rest[0] == '/') {
 			p = "." + rest
 		}
 	}
-	return CleanPath(p)
+	clean, err := CleanPath(p)
+	if err != nil || a.rootConfines {
+		return clean, err
+	}
+	return a.resolveBeneath(p, clean, follow)
+}
+
+// maxSymlinkHops bounds link resolution, as the kernel's ELOOP does.
+const maxSymlinkHops = 40
+
+// resolveBeneath resolves the symbolic links in clean one component at a
+// time, inside the workspace: an absolute link, or ".." above the
+// workspace, is an escape. The result has no links but maybe its last
+// component (when !follow).
+func (a *Agent) resolveBeneath(raw, clean string, follow bool) (string, error) {
+	escape := errcode.WithReason(errcode.Invalid, ReasonPathEscapes, "path %q resolves outside the workspace", raw)
+	var done []string
+	todo := strings.Split(clean, "/")
+	for hops := 0; len(todo) > 0; {
+		c := todo[0]
+		todo = todo[1:]
+		switch c {
+		case ".", "":
+			continue
+		case "..":
+			if len(done) == 0 {
+				return "", escape
+			}
+			done = done[:len(done)-1]
+			continue
+		}
+		cand := path.Join(append(done, c)...)
+		if len(todo) == 0 && !follow {
+			done = append(done, c)
+			break
+		}
+		fi, err := a.root.Lstat(cand)
+		if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+			done = append(done, c) // missing (to be made) or not a link
+			continue
+		}
+		if hops++; hops > maxSymlinkHops {
+			return "", errcode.WithReason(errcode.Invalid, ReasonIsSymlink, "path %q has too many levels of symbolic links", raw)
+		}
+		target, err := a.root.Readlink(cand)
+		if err != nil {
+			return "", fileError(err, raw)
+		}
+		if strings.HasPrefix(target, "/") {
+			return "", escape
+		}
+		todo = append(strings.Split(target, "/"), todo...)
+	}
+	if len(done) == 0 {
+		return ".", nil
+	}
+	return path.Join(done...), nil
+}
+
+// rootConfines checks, once, that os.Root really refuses a link leading
+// out of its directory. On Linux the kernel does that (openat2 with
+// RESOLVE_BENEATH); a user-space kernel such as gVisor's may not, and the
+// agent then resolves links itself (resolveBeneath).
+func rootConfines(stateDir string) bool {
+	if err := os.MkdirAll(stateDir, 0o700); err != nil {
+		return false
+	}
+	dir, err := os.MkdirTemp(stateDir, ".roottest-")
+	if err != nil {
+		return false
+	}
+	defer os.RemoveAll(dir)
+	if err := os.Symlink("/", filepath.Join(dir, "out")); err != nil {
+		return false
+	}
+	r, err := os.OpenRoot(dir)
+	if err != nil {
+		return false
+	}
+	defer r.Close()
+	_, err = r.Stat("out/proc")
+	return err != nil
 }

@@ -1,7 +1,9 @@
 package agent
 
 import (
+	"os"
 	"path"
+	"path/filepath"
 	"strings"
 	"testing"
 	"unicode"
@@ -142,4 +144,71 @@ func FuzzCleanPath(f *testing.F) {
 			t.Fatalf("CleanPath(%q) = %q, want path.Clean's %q for a relative path", in, got, path.Clean(in))
 		}
 	})
+}
+
+// TestResolveBeneath checks the agent's own link resolution, used where
+// the kernel does not confine os.Root (gVisor). Here the kernel does, so
+// the positive control is that os.Root refuses the same escapes.
+func TestResolveBeneath(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	ws := filepath.Join(dir, "ws")
+	for _, d := range []string{"sub/deep", "a"} {
+		if err := os.MkdirAll(filepath.Join(ws, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for link, target := range map[string]string{
+		"root": "/", "up": "..", "sub/up2": "../..", "in": "sub/deep", "sub/back": "../a",
+		"chain": "a/b", "a/b": "../sub/up2", "loop1": "loop2", "loop2": "loop1", "dangling": "nothing",
+	} {
+		if err := os.Symlink(target, filepath.Join(ws, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a, err := New(Config{Workspace: ws, StateDir: filepath.Join(dir, "state"), Token: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !a.rootConfines {
+		t.Fatal("os.Root does not confine links on this kernel; the positive control needs one that does")
+	}
+	a.rootConfines = false // as under gVisor
+	for _, tt := range []struct {
+		in     string
+		follow bool
+		want   string // "" means path_escapes_workspace
+	}{
+		{"sub/deep/x", true, "sub/deep/x"},
+		{"in/x", true, "sub/deep/x"},
+		{"sub/back", true, "a"},
+		{"sub/back", false, "sub/back"},
+		{"dangling", true, "nothing"},
+		{"root", false, "root"},
+		{"root/etc/passwd", true, ""},
+		{"root", true, ""},
+		{"up/x", true, ""},
+		{"sub/up2/x", true, ""},
+		{"chain/x", true, ""},
+		{"sub/../../x", true, ""},
+	} {
+		got, err := a.cleanPath(tt.in, tt.follow)
+		switch {
+		case tt.want == "" && errcode.ReasonOf(err) != ReasonPathEscapes:
+			t.Errorf("cleanPath(%q, %v) = %q, %v; want %s", tt.in, tt.follow, got, err, ReasonPathEscapes)
+		case tt.want != "" && (err != nil || got != tt.want):
+			t.Errorf("cleanPath(%q, %v) = %q, %v; want %q", tt.in, tt.follow, got, err, tt.want)
+		}
+		// Positive control: the kernel-confined os.Root refuses the same.
+		if tt.want == "" && tt.follow {
+			if clean, err := CleanPath(tt.in); err == nil {
+				if _, err := a.root.Stat(clean); err == nil {
+					t.Errorf("os.Root.Stat(%q) succeeded: the escape case does not escape", tt.in)
+				}
+			}
+		}
+	}
+	if _, err := a.cleanPath("loop1/x", true); errcode.ReasonOf(err) != ReasonIsSymlink {
+		t.Errorf("cleanPath(loop1/x) = %v, want %s", err, ReasonIsSymlink)
+	}
 }

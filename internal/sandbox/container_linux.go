@@ -98,7 +98,10 @@ func NewGVisorRuntime(cfg OCIConfig) *ContainerRuntime {
 			return r
 		}
 	}
-	r.argv = []string{bin, "--root", filepath.Join(cfg.DataDir, "oci", "runsc"), "--platform=systrap", "--network=none"}
+	// gVisor cannot serve on a listening socket passed in, so its agent
+	// makes its own, which the sentry creates on the host (host-uds).
+	r.argv = []string{bin, "--root", filepath.Join(cfg.DataDir, "oci", "runsc"), "--platform=systrap",
+		"--network=none", "--host-uds=create", "--oci-seccomp"}
 	r.err = r.checkHost()
 	return r
 }
@@ -136,6 +139,7 @@ const (
 type containerLayout struct {
 	Layout
 	upper, work, rootfs, bundle, pidFile string
+	sock                                 string // gvisor: the directory the agent makes its socket in
 }
 
 func containerLayoutFor(l Layout) containerLayout {
@@ -146,6 +150,7 @@ func containerLayoutFor(l Layout) containerLayout {
 		rootfs:  filepath.Join(l.Dir, "rootfs"),
 		bundle:  filepath.Join(l.Dir, "bundle"),
 		pidFile: filepath.Join(l.Run, "pid"),
+		sock:    filepath.Join(l.Dir, "sock"),
 	}
 }
 
@@ -182,7 +187,10 @@ func (r *ContainerRuntime) Start(ctx context.Context, sb *Sandbox, l Layout, a A
 			return 0, err
 		}
 	}
-	for _, d := range []string{l.Workspace, l.State} {
+	if err := os.MkdirAll(cl.sock, 0o700); err != nil {
+		return 0, err
+	}
+	for _, d := range []string{l.Workspace, l.State, cl.sock} {
 		if err := os.Chown(d, sb.UID, sb.UID); err != nil {
 			return 0, err
 		}
@@ -205,11 +213,15 @@ func (r *ContainerRuntime) Start(ctx context.Context, sb *Sandbox, l Layout, a A
 		return 0, err
 	}
 
-	lnF, err := agent.ListenFile(l.Socket)
-	if err != nil {
-		return 0, fmt.Errorf("making the agent's socket: %w", err)
+	var lnF *os.File
+	if r.program != "runsc" {
+		if lnF, err = agent.ListenFile(l.Socket); err != nil {
+			return 0, fmt.Errorf("making the agent's socket: %w", err)
+		}
+		defer lnF.Close()
+	} else {
+		os.Remove(filepath.Join(cl.sock, "agent.sock"))
 	}
-	defer lnF.Close()
 	tokR, tokW, err := os.Pipe()
 	if err != nil {
 		return 0, err
@@ -229,6 +241,9 @@ func (r *ContainerRuntime) Start(ctx context.Context, sb *Sandbox, l Layout, a A
 	args := r.runArgs(sb.ID, cl)
 	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
 	cmd.ExtraFiles = []*os.File{lnF, tokR, readyW}
+	if lnF == nil {
+		cmd.ExtraFiles = []*os.File{tokR, readyW}
+	}
 	logf, err := os.OpenFile(l.Log, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return 0, err
@@ -240,7 +255,10 @@ func (r *ContainerRuntime) Start(ctx context.Context, sb *Sandbox, l Layout, a A
 	if err := cmd.Run(); err != nil {
 		return 0, fmt.Errorf("%s run: %v: %s", r.program, err, logTail(l.Log))
 	}
-	closeAll(lnF, tokR, readyW)
+	closeAll(tokR, readyW)
+	if lnF != nil {
+		lnF.Close()
+	}
 
 	ready := make(chan error, 1)
 	go func() {
@@ -262,11 +280,34 @@ func (r *ContainerRuntime) Start(ctx context.Context, sb *Sandbox, l Layout, a A
 	case <-ctx.Done():
 		return 0, ctx.Err()
 	}
+	if r.program == "runsc" {
+		if err := adoptSocket(filepath.Join(cl.sock, "agent.sock"), l.Socket); err != nil {
+			return 0, err
+		}
+	}
 	b, err = os.ReadFile(cl.pidFile)
 	if err != nil {
 		return 0, fmt.Errorf("reading the container's pid: %w", err)
 	}
 	return strconv.Atoi(strings.TrimSpace(string(b)))
+}
+
+// adoptSocket hard-links the socket an agent made inside its sandbox into
+// the daemon's own directory, where the sandbox cannot reach, and checks
+// that what it linked is a socket. The link never follows a symbolic
+// link, so a sandbox cannot point the daemon at another socket; and later
+// swaps of the sandbox's path leave the daemon's link alone.
+func adoptSocket(inSandbox, daemonPath string) error {
+	os.Remove(daemonPath)
+	if err := os.Link(inSandbox, daemonPath); err != nil {
+		return fmt.Errorf("adopting the agent's socket: %w", err)
+	}
+	fi, err := os.Lstat(daemonPath)
+	if err != nil || fi.Mode()&os.ModeSocket == 0 {
+		os.Remove(daemonPath)
+		return errcode.WithReason(errcode.Unavailable, "agent_socket_invalid", "the sandbox's agent socket is not a socket")
+	}
+	return nil
 }
 
 // runArgs is the command line that runs the bundle detached, passing the
@@ -276,7 +317,7 @@ func (r *ContainerRuntime) runArgs(id string, cl containerLayout) []string {
 	switch r.program {
 	case "runsc":
 		args = append(args, "run", "--detach", "--pid-file", cl.pidFile, "--bundle", cl.bundle,
-			"--pass-fd", "3:3", "--pass-fd", "4:4", "--pass-fd", "5:5", id)
+			"--pass-fd", "3:3", "--pass-fd", "4:4", id)
 	default:
 		args = append(args, "run", "--detach", "--preserve-fds", "3", "--pid-file", cl.pidFile, "--bundle", cl.bundle, id)
 	}
@@ -377,9 +418,13 @@ func (r *ContainerRuntime) spec(sb *Sandbox, cl containerLayout, tmpl *hostTempl
 		},
 	}
 	if r.program == "runsc" {
-		// gVisor is its own seccomp boundary and implements no cgroup
-		// namespace; it applies the profile's intent by construction.
-		s.Linux.Seccomp = nil
+		// The agent makes its socket in a directory of its own (see
+		// adoptSocket) and reads token and readiness from fds 3 and 4.
+		s.Mounts = append(s.Mounts, specs.Mount{Destination: "/run/berth-sock", Type: "bind", Source: cl.sock,
+			Options: []string{"rbind", "rw", "nosuid", "nodev", "noexec"}})
+		args := s.Process.Args[:len(s.Process.Args)-6]
+		s.Process.Args = append(args, "--socket", "/run/berth-sock/agent.sock", "--token-fd", "3", "--ready-fd", "4")
+		// gVisor has no cgroup namespace to offer.
 		s.Linux.Namespaces = s.Linux.Namespaces[:5]
 	}
 	return s
