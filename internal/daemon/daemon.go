@@ -126,7 +126,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	mgr := sandbox.NewManager(sandbox.Config{
 		DefaultRuntime: defaultRuntime,
-		DataDir: dataDir, AgentBinary: bin, MaxSandboxes: cfg.MaxSandboxes, MaxCommands: cfg.MaxCommands,
+		DataDir:        dataDir, AgentBinary: bin, MaxSandboxes: cfg.MaxSandboxes, MaxCommands: cfg.MaxCommands,
 		MaxHistory: cfg.MaxHistory, OutputCap: cfg.OutputCap, MaxUpload: cfg.MaxUpload,
 		DefaultTimeout: cfg.DefaultTimeout, MaxTimeout: cfg.MaxTimeout, Logger: log,
 	}, db, runtimes...)

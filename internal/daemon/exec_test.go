@@ -89,7 +89,6 @@ func TestExecExitCodes(t *testing.T) {
 	}
 }
 
-
 func TestExecOutputOffsetsAndCap(t *testing.T) {
 	t.Parallel()
 	d := testenv.StartDaemon(t, func(c *daemon.Config) { c.OutputCap = 1000 })

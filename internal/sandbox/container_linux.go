@@ -505,4 +505,3 @@ func (r *ContainerRuntime) List(ctx context.Context) ([]string, error) {
 func (r *ContainerRuntime) OOMKills(id string) int {
 	return newSandboxCgroup(r.cgroups, id).oomKills()
 }
-
