@@ -190,6 +190,9 @@ func (r *ContainerRuntime) Start(ctx context.Context, sb *Sandbox, l Layout, a A
 	if err := os.MkdirAll(cl.sock, 0o700); err != nil {
 		return 0, err
 	}
+	if err := mountWorkspaceDisk(l.Dir, l.Workspace, sb.Resources.DiskMB, sb.UID); err != nil {
+		return 0, fmt.Errorf("preparing the workspace disk: %w", err)
+	}
 	for _, d := range []string{l.Workspace, l.State, cl.sock} {
 		if err := os.Chown(d, sb.UID, sb.UID); err != nil {
 			return 0, err

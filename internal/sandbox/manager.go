@@ -63,6 +63,7 @@ type Manager struct {
 	agents   map[string]*agent.Client // by sandbox ID, for live sandboxes
 	locks    map[string]*sync.Mutex   // lifecycle locks by sandbox ID
 	watching map[string]bool          // command IDs with a watcher
+	oomBase  map[string]int           // OOM kill count of a command's sandbox when it started
 }
 
 // NewManager returns a Manager over store with the given runtimes.
@@ -98,6 +99,7 @@ func NewManager(cfg Config, store Store, runtimes ...Runtime) *Manager {
 		agents:   make(map[string]*agent.Client),
 		locks:    make(map[string]*sync.Mutex),
 		watching: make(map[string]bool),
+		oomBase:  make(map[string]int),
 	}
 	for _, rt := range runtimes {
 		m.runtimes[rt.Name()] = rt
@@ -510,6 +512,7 @@ func (m *Manager) Exec(ctx context.Context, sandboxID string, req ExecSpec, q ur
 	// dies between them, recovery reconciles (a record with no command is
 	// interrupted; a command with no record is imported).
 	id := ident.New("cmd_")
+	m.noteOOMBase(sb, id)
 	rec := CommandRecord{
 		ID: id, SandboxID: sandboxID, Status: apitype.CommandRunning, Command: req.Command, Argv: req.Argv,
 		Cwd: req.Cwd, TimeoutMS: req.TimeoutMS, StartedAt: time.Now().UTC(),
@@ -547,6 +550,7 @@ func (m *Manager) Exec(ctx context.Context, sandboxID string, req ExecSpec, q ur
 	}
 	rec = started
 	rec.SandboxID = sandboxID
+	m.annotateOOM(sb, &rec)
 	if rec.Done() {
 		// It could not start, or ended within the wait: the record of its
 		// start is durable, its outcome is the agent's too (recovery reads
@@ -573,6 +577,7 @@ func (m *Manager) watch(sandboxID string, c *agent.Client, id string) {
 		defer func() {
 			m.mu.Lock()
 			delete(m.watching, id)
+			delete(m.oomBase, id)
 			m.mu.Unlock()
 		}()
 		q := url.Values{"wait_ms": {fmt.Sprint(agent.MaxWait.Milliseconds())}, "max_bytes": {"0"}}
@@ -582,6 +587,9 @@ func (m *Manager) watch(sandboxID string, c *agent.Client, id string) {
 			switch {
 			case err == nil && rec.Done():
 				rec.SandboxID = sandboxID
+				if sb, err := m.store.GetSandbox(m.bg, sandboxID); err == nil {
+					m.annotateOOM(sb, &rec)
+				}
 				if err := m.store.FinishCommand(m.bg, &rec, m.cfg.MaxHistory); err != nil && m.bg.Err() == nil {
 					m.log.Error("storing command outcome", "sandbox_id", sandboxID, "command_id", id, "err", err)
 				}
@@ -609,6 +617,9 @@ func (m *Manager) watch(sandboxID string, c *agent.Client, id string) {
 // finishLater stores a finished command's outcome in the background.
 func (m *Manager) finishLater(rec CommandRecord) {
 	rec.Stdout, rec.Stderr = "", ""
+	m.mu.Lock()
+	delete(m.oomBase, rec.ID)
+	m.mu.Unlock()
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()
@@ -638,6 +649,7 @@ func (m *Manager) Command(ctx context.Context, sandboxID, id string, q url.Value
 		rec, err := c.Command(ctx, id, q)
 		if err == nil {
 			rec.SandboxID = sandboxID
+			m.annotateOOM(sb, &rec)
 			return &rec, nil
 		}
 		if !errcode.Is(err, errcode.NotFound) {
@@ -808,7 +820,11 @@ func (m *Manager) adopt(ctx context.Context, sb *Sandbox) error {
 // left of the sandbox, marks it failed (reason agent_lost) and its running
 // commands interrupted. The workspace stays until the sandbox is deleted.
 func (m *Manager) markLost(ctx context.Context, sb *Sandbox, recs []*CommandRecord) error {
-	m.log.WarnContext(ctx, "sandbox agent lost", "sandbox_id", sb.ID, "agent_pid", sb.AgentPID)
+	reason := "agent_lost"
+	if m.oomKills(sb) > 0 {
+		reason = "oom" // the kernel killed the agent for the sandbox's memory limit
+	}
+	m.log.WarnContext(ctx, "sandbox agent lost", "sandbox_id", sb.ID, "agent_pid", sb.AgentPID, "reason", reason)
 	m.mu.Lock()
 	if c, ok := m.agents[sb.ID]; ok {
 		c.Close()
@@ -823,10 +839,10 @@ func (m *Manager) markLost(ctx context.Context, sb *Sandbox, recs []*CommandReco
 	// Commands first: whoever sees the sandbox failed must find them ended.
 	for _, r := range recs {
 		if r.Status == apitype.CommandRunning {
-			m.interrupt(ctx, sb.ID, r.ID, "sandbox agent lost")
+			m.interrupt(ctx, sb.ID, r.ID, "sandbox agent lost ("+reason+")")
 		}
 	}
-	return m.store.SetSandboxState(ctx, sb.ID, apitype.StateFailed, "agent_lost", 0)
+	return m.store.SetSandboxState(ctx, sb.ID, apitype.StateFailed, reason, 0)
 }
 
 // agentCheckInterval is how often Run checks that live agents still run.
@@ -874,6 +890,51 @@ func (m *Manager) checkAgent(ctx context.Context, id string) error {
 		return err
 	}
 	return m.markLost(ctx, sb, recs)
+}
+
+// oomCounter is implemented by runtimes that can tell how many processes
+// the kernel's OOM killer ended in a sandbox.
+type oomCounter interface {
+	OOMKills(id string) int
+}
+
+func (m *Manager) oomKills(sb *Sandbox) int {
+	if oc, ok := m.runtimes[sb.Runtime].(oomCounter); ok {
+		return oc.OOMKills(sb.ID)
+	}
+	return 0
+}
+
+// noteOOMBase remembers the sandbox's OOM kill count as a command starts.
+func (m *Manager) noteOOMBase(sb *Sandbox, cmdID string) {
+	if _, ok := m.runtimes[sb.Runtime].(oomCounter); !ok {
+		return
+	}
+	n := m.oomKills(sb)
+	m.mu.Lock()
+	m.oomBase[cmdID] = n
+	m.mu.Unlock()
+}
+
+// annotateOOM reports a command the OOM killer ended as failed with
+// reason "oom": it (or, through its shell, its child) died of SIGKILL,
+// which the agent did not send, while the sandbox's OOM kill count rose. Without a remembered base (after a
+// daemon restart) any OOM kill in the sandbox counts.
+func (m *Manager) annotateOOM(sb *Sandbox, rec *CommandRecord) {
+	// Killed by SIGKILL, itself or (as a shell reports it) its last child.
+	killed := rec.Signal == "SIGKILL" || (rec.ExitCode != nil && *rec.ExitCode == 128+9)
+	if !rec.Done() || !killed || rec.Status != apitype.CommandExited {
+		return
+	}
+	if _, ok := m.runtimes[sb.Runtime].(oomCounter); !ok {
+		return
+	}
+	m.mu.Lock()
+	base := m.oomBase[rec.ID]
+	m.mu.Unlock()
+	if m.oomKills(sb) > base {
+		rec.Status, rec.Reason = apitype.CommandFailed, "oom"
+	}
 }
 
 // Count returns the number of sandboxes by state.

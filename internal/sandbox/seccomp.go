@@ -26,9 +26,8 @@ import (
 // process_madvise, process_mrelease, move_pages, migrate_pages), clock and
 // time setters, reboot, swap, acct, quotactl, syslog, fanotify, modify_ldt,
 // iopl/ioperm, and obsolete syscalls (uselib, ustat, sysfs, _sysctl,
-// create_module, ...). 32-bit compat syscall names (socketcall, ipc, mmap2,
-// ...) are not allowed either, so non-native x86 binaries do not run; their
-// syscalls get EPERM rather than a kill.
+// create_module, ...). Only the native syscall ABI is covered; see
+// seccompArchFor.
 //
 // Names a runtime's libseccomp does not know (syscalls newer than it) are
 // skipped by runc and crun; runc then answers them with ENOSYS, which is the
@@ -209,21 +208,32 @@ var seccompSocketFamilies = []uint64{afUNIX, afINET, afINET6, afNETLINK}
 
 // seccompArch describes how the profile is built for one GOARCH.
 type seccompArch struct {
-	// archs are the syscall ABIs the filter covers; the first is native.
+	// archs are the syscall ABIs the filter covers.
 	archs []specs.Arch
 	// cloneFlagsArg is the index of clone(2)'s flags argument.
 	cloneFlagsArg uint
 }
 
+// seccompArchFor lists the native ABI only (SECURITY.md: deny non-native
+// architectures). Listing SCMP_ARCH_X86 as well would not let 32-bit
+// programs run (mmap2, fstat64, set_thread_area, ... are not allowed), but
+// it would open the i386 entry point of every allowed syscall, and through
+// it a bypass of the socket family filter: libseccomp turns the socket rule
+// into "socketcall(SYS_SOCKET, ...)" for i386 and has to drop the family
+// comparison, because socketcall passes its arguments in memory (measured
+// with runc and crun on libseccomp 2.5.4: socketcall(SYS_SOCKET, AF_VSOCK)
+// succeeds). With the native ABI only, a foreign-ABI syscall (int $0x80,
+// x32) hits the runtime's bad-architecture action and the thread is killed
+// with SIGSYS: the one place this profile kills rather than returns EPERM.
 func seccompArchFor(goarch string) seccompArch {
 	switch goarch {
 	case "amd64":
-		return seccompArch{archs: []specs.Arch{specs.ArchX86_64, specs.ArchX86, specs.ArchX32}}
+		return seccompArch{archs: []specs.Arch{specs.ArchX86_64}}
 	case "arm64":
-		return seccompArch{archs: []specs.Arch{specs.ArchAARCH64, specs.ArchARM}}
+		return seccompArch{archs: []specs.Arch{specs.ArchAARCH64}}
 	case "s390x":
 		// clone(stack, flags, ...) on s390.
-		return seccompArch{archs: []specs.Arch{specs.ArchS390X, specs.ArchS390}, cloneFlagsArg: 1}
+		return seccompArch{archs: []specs.Arch{specs.ArchS390X}, cloneFlagsArg: 1}
 	default:
 		// No list: the runtime filters the native ABI only.
 		return seccompArch{}
