@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -9,6 +10,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/berthdev/berth/internal/errcode"
+	"github.com/berthdev/berth/internal/sandbox"
 )
 
 // check is one line of berth doctor's report.
@@ -25,7 +29,7 @@ func (a *app) doctorCommand() *cobra.Command {
 		Short: "Check what this machine offers Berth and say how to fix what is missing",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			checks := hostChecks()
+			checks := hostChecks(a.dataDir())
 			checks = append(checks, a.daemonCheck(cmd.Context()))
 			for _, c := range checks {
 				mark := "ok     "
@@ -51,27 +55,34 @@ func lookFirst(names ...string) (string, bool) {
 	return "", false
 }
 
-func hostChecks() []check {
+func hostChecks(dataDir string) []check {
 	var out []check
-	out = append(out, check{name: "runtime process", ok: true,
-		detail: "available (default; NOT isolated: trusted code only)"})
+	out = append(out, check{name: "runtime process", ok: true})
 
-	oci, found := lookFirst("crun", "runc")
-	c := check{name: "runtime container", detail: "not available in this build: the container runtime is not implemented yet"}
-	if !found {
-		c.detail += "; neither crun nor runc is installed"
-		c.fix = "apt-get install crun"
+	// The same runtimes berth serve would use, with the same reasons.
+	oci := sandbox.OCIConfig{DataDir: dataDir}
+	ctr := sandbox.NewContainerRuntime(oci)
+	c := check{name: "runtime container", ok: ctr.Available() == nil}
+	if c.ok {
+		c.detail = "available (default: isolation by default), run by " + ctr.Program()
+		if ctr.Program() == "runc" {
+			c.detail += " (crun refuses this host's hybrid cgroup layout; --oci-runtime=crun runs it in a private mount namespace)"
+		}
 	} else {
-		c.detail += "; found " + oci
+		c.detail, c.fix = runtimeWhy(ctr.Available()), "apt-get install crun (and run berth serve as root)"
+	}
+	out[0].detail = "available (NOT isolated: trusted code only)"
+	if !c.ok {
+		out[0].detail = "available and the default, since no isolated runtime is (NOT isolated: trusted code only)"
 	}
 	out = append(out, c)
 
-	runsc, found := lookFirst("runsc")
-	c = check{name: "runtime gvisor", detail: "not available in this build: the gvisor runtime is not implemented yet"}
-	if found {
-		c.detail += "; found " + runsc
+	gv := sandbox.NewGVisorRuntime(oci)
+	c = check{name: "runtime gvisor", ok: gv.Available() == nil}
+	if c.ok {
+		c.detail = "available (runsc, systrap platform)"
 	} else {
-		c.fix = "CGO_ENABLED=0 go install gvisor.dev/gvisor/runsc@v0.0.0-20260905035102-160fafc42237"
+		c.detail, c.fix = runtimeWhy(gv.Available()), "make runsc (builds the pinned runsc into tools/)"
 	}
 	out = append(out, c)
 
@@ -147,4 +158,13 @@ func (a *app) daemonCheck(ctx context.Context) check {
 	c.ok = true
 	c.detail = fmt.Sprintf("%s version %s, runtimes: %s, %d sandboxes", cl.BaseURL(), sys.Version, strings.Join(rts, ", "), sys.Counts.Sandboxes)
 	return c
+}
+
+// runtimeWhy is the message of a runtime's unavailability.
+func runtimeWhy(err error) string {
+	var ce *errcode.Error
+	if errors.As(err, &ce) {
+		return ce.Message
+	}
+	return err.Error()
 }

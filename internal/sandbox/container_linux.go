@@ -22,17 +22,6 @@ import (
 	"github.com/berthdev/berth/internal/errcode"
 )
 
-// OCIConfig configures the isolated runtimes.
-type OCIConfig struct {
-	DataDir string
-	// OCIRuntime picks the program of the container runtime: "crun",
-	// "runc", or "auto" (crun, but runc on hybrid cgroup hosts, where crun
-	// needs a private mount namespace to start).
-	OCIRuntime string
-	// Runsc is the gVisor runsc binary ("" finds it on PATH).
-	Runsc string
-}
-
 // ContainerRuntime runs each sandbox's agent as the init of an OCI
 // container: every namespace but the user namespace, no capabilities,
 // no-new-privileges, a deny-default seccomp profile, a read-only root made
@@ -327,11 +316,6 @@ func (r *ContainerRuntime) runArgs(id string, cl containerLayout) []string {
 	return args
 }
 
-// Sandbox defaults and maxima for isolated runtimes.
-var (
-	DefaultResources = Resources{CPUs: 1, MemoryMB: 1024, Pids: 512, DiskMB: 2048}
-	MaxResources     = Resources{CPUs: 64, MemoryMB: 64 << 10, Pids: 32768, DiskMB: 1 << 20}
-)
 
 // Sizes of the sandbox's in-memory file systems (they count against its
 // memory limit).

@@ -62,3 +62,14 @@ type AgentArgs struct {
 	MaxHistory  int
 	MaxUpload   int64
 }
+
+// OCIConfig configures the isolated runtimes.
+type OCIConfig struct {
+	DataDir string
+	// OCIRuntime picks the program of the container runtime: "crun",
+	// "runc", or "auto" (crun, but runc on hybrid cgroup hosts, where crun
+	// needs a private mount namespace to start).
+	OCIRuntime string
+	// Runsc is the gVisor runsc binary ("" finds it on PATH).
+	Runsc string
+}

@@ -40,6 +40,12 @@ type Resources struct {
 	DiskMB   int64   `json:"disk_mb,omitempty"`
 }
 
+// Sandbox defaults and maxima for isolated runtimes.
+var (
+	DefaultResources = Resources{CPUs: 1, MemoryMB: 1024, Pids: 512, DiskMB: 2048}
+	MaxResources     = Resources{CPUs: 64, MemoryMB: 64 << 10, Pids: 32768, DiskMB: 1 << 20}
+)
+
 // Live reports whether the sandbox should have running compute.
 func (s *Sandbox) Live() bool {
 	return s.State == apitype.StateRunning || s.State == apitype.StateStarting
