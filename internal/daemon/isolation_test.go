@@ -1,0 +1,148 @@
+package daemon_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/berthdev/berth/client"
+	"github.com/berthdev/berth/internal/apitype"
+	"github.com/berthdev/berth/internal/daemon"
+	"github.com/berthdev/berth/internal/errcode"
+	"github.com/berthdev/berth/internal/testenv"
+)
+
+// needIsolated skips (fails under CI) unless the suites run on an
+// isolated runtime; make test runs them on container and gvisor.
+func needIsolated(t *testing.T) string {
+	t.Helper()
+	rt := testenv.Runtime()
+	if rt != "container" && rt != "gvisor" {
+		t.Skip("runs on an isolated runtime: make test sets BERTH_TEST_RUNTIME=container and gvisor")
+	}
+	return rt
+}
+
+// hostLeftovers lists what a sandbox could leave on the host: mounts, loop
+// devices and cgroups naming it.
+func hostLeftovers(t *testing.T, dataDir, id string) []string {
+	t.Helper()
+	var out []string
+	if b, err := os.ReadFile("/proc/self/mountinfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.Contains(line, id) {
+				out = append(out, "mount: "+line)
+			}
+		}
+	}
+	if entries, err := os.ReadDir("/sys/block"); err == nil {
+		for _, e := range entries {
+			b, _ := os.ReadFile(filepath.Join("/sys/block", e.Name(), "loop", "backing_file"))
+			if strings.Contains(string(b), id) {
+				out = append(out, "loop device: "+e.Name())
+			}
+		}
+	}
+	cgroups, _ := filepath.Glob("/sys/fs/cgroup/*/berth/" + id)
+	if more, _ := filepath.Glob("/sys/fs/cgroup/berth/" + id); len(more) > 0 {
+		cgroups = append(cgroups, more...)
+	}
+	for _, c := range cgroups {
+		out = append(out, "cgroup: "+c)
+	}
+	if _, err := os.Stat(filepath.Join(dataDir, "sandboxes", id)); err == nil {
+		out = append(out, "directory: "+id)
+	}
+	return out
+}
+
+// TestIsolatedCreateRollsBack makes the OCI runtime fail after the
+// sandbox's root and workspace disk are mounted: the create fails with a
+// clear error and leaves no row, directory, mount, loop device or cgroup.
+func TestIsolatedCreateRollsBack(t *testing.T) {
+	t.Parallel()
+	if needIsolated(t) != "container" {
+		t.Skip("injects its failure through --oci-runtime, a container runtime setting")
+	}
+	d := testenv.StartDaemon(t, func(c *daemon.Config) { c.OCIRuntime = "false" })
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, err := d.Client.CreateSandbox(ctx, apitype.CreateSandboxRequest{Runtime: "container"})
+	if !client.IsCode(err, errcode.Unavailable) {
+		t.Fatalf("create with a failing OCI runtime: err = %v, want unavailable", err)
+	}
+	list, err := d.Client.ListSandboxes(ctx)
+	if err != nil || len(list) != 0 {
+		t.Errorf("sandboxes after a failed create = %v, %v; want none", list, err)
+	}
+	entries, _ := os.ReadDir(filepath.Join(d.DataDir, "sandboxes"))
+	for _, e := range entries {
+		if left := hostLeftovers(t, d.DataDir, e.Name()); len(left) > 0 {
+			t.Errorf("failed create of %s left %v", e.Name(), left)
+		}
+	}
+	if len(entries) > 0 {
+		t.Errorf("sandbox directories after a failed create: %d, want 0", len(entries))
+	}
+}
+
+// TestIsolatedDeleteLeavesNothing checks, from the host, that an isolated
+// sandbox had its mounts, loop device and cgroups while it lived (the
+// positive control), and that deleting it leaves none of them.
+func TestIsolatedDeleteLeavesNothing(t *testing.T) {
+	t.Parallel()
+	needIsolated(t)
+	d := testenv.StartDaemon(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	sb := newSandbox(t, d)
+	if c := run(t, d, sb.ID, apitype.CreateCommandRequest{Command: "echo x > /workspace/f && sleep 300 &"}); c.Status != apitype.CommandExited {
+		t.Fatalf("command: %s %s", c.Status, c.Reason)
+	}
+	before := hostLeftovers(t, d.DataDir, sb.ID)
+	for _, want := range []string{"mount: ", "loop device: ", "cgroup: ", "directory: "} {
+		if !strings.Contains(strings.Join(before, "\n"), want) {
+			t.Errorf("while it runs, the sandbox has no %q on the host (%v): the probe is broken", want, before)
+		}
+	}
+	if err := d.Client.DeleteSandbox(ctx, sb.ID); err != nil {
+		t.Fatal(err)
+	}
+	if left := hostLeftovers(t, d.DataDir, sb.ID); len(left) > 0 {
+		t.Errorf("delete left %v", left)
+	}
+	if left := d.SandboxProcesses(sb.ID); len(left) > 0 {
+		t.Errorf("delete left processes %v", left)
+	}
+}
+
+// TestIsolatedUIDsAreDistinct checks that two isolated sandboxes run as
+// different unprivileged host uids, and that files they write belong, on
+// the host, to those uids.
+func TestIsolatedUIDsAreDistinct(t *testing.T) {
+	t.Parallel()
+	needIsolated(t)
+	d := testenv.StartDaemon(t, nil)
+	uids := map[string]bool{}
+	for range 2 {
+		sb := newSandbox(t, d)
+		c := run(t, d, sb.ID, apitype.CreateCommandRequest{Command: "id -u && touch /workspace/mine"})
+		uid := strings.TrimSpace(c.Stdout)
+		if uid == "" || uid == "0" || uids[uid] {
+			t.Errorf("sandbox %s runs as uid %q; want a non-root uid of its own (seen %v)", sb.ID, uid, uids)
+		}
+		uids[uid] = true
+		fi, err := os.Stat(filepath.Join(d.HostWorkspace(sb.ID), "mine"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if owner := strconv.Itoa(int(fi.Sys().(*syscall.Stat_t).Uid)); owner != uid {
+			t.Errorf("host owner of a file sandbox %s wrote = %s, want its uid %s", sb.ID, owner, uid)
+		}
+	}
+}
