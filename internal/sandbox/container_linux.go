@@ -316,7 +316,6 @@ func (r *ContainerRuntime) runArgs(id string, cl containerLayout) []string {
 	return args
 }
 
-
 // Sizes of the sandbox's in-memory file systems (they count against its
 // memory limit).
 const (
