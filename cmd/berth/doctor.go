@@ -65,8 +65,8 @@ func hostChecks(dataDir string) []check {
 	c := check{name: "runtime container", ok: ctr.Available() == nil}
 	if c.ok {
 		c.detail = "available (default: isolation by default), run by " + ctr.Program()
-		if ctr.Program() == "runc" {
-			c.detail += " (crun refuses this host's hybrid cgroup layout; --oci-runtime=crun runs it in a private mount namespace)"
+		if ctr.Program() == "crun" && hybridCgroups() {
+			c.detail += " (in a private mount namespace: crun refuses this host's hybrid cgroup layout as is)"
 		}
 	} else {
 		c.detail, c.fix = runtimeWhy(ctr.Available()), "apt-get install crun (and run berth serve as root)"
@@ -167,4 +167,12 @@ func runtimeWhy(err error) string {
 		return ce.Message
 	}
 	return err.Error()
+}
+
+// hybridCgroups reports a cgroup v1 host with a v2 tree at
+// /sys/fs/cgroup/unified.
+func hybridCgroups() bool {
+	_, v1 := os.Stat("/sys/fs/cgroup/memory")
+	_, v2 := os.Stat("/sys/fs/cgroup/unified/cgroup.controllers")
+	return v1 == nil && v2 == nil
 }

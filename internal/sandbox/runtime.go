@@ -67,8 +67,8 @@ type AgentArgs struct {
 type OCIConfig struct {
 	DataDir string
 	// OCIRuntime picks the program of the container runtime: "crun",
-	// "runc", or "auto" (crun, but runc on hybrid cgroup hosts, where crun
-	// needs a private mount namespace to start).
+	// "runc", or "auto" (crun when installed, else runc). On hybrid cgroup
+	// hosts crun runs in a private mount namespace without the v2 tree.
 	OCIRuntime string
 	// Runsc is the gVisor runsc binary ("" finds it on PATH).
 	Runsc string

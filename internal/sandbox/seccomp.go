@@ -12,7 +12,8 @@ import (
 // The profile is a deny-default allowlist written for Berth (SECURITY.md
 // ESC-02, ESC-04..06, ESC-17, ESC-18 and "Kernel attack surface reachable by
 // syscalls"): every syscall not named here fails with EPERM, and the process
-// keeps running (we choose ERRNO over KILL everywhere). The list is sized for
+// keeps running (ERRNO over KILL; the one exception is a syscall made
+// through a foreign ABI, see seccompArchFor). The list is sized for
 // ordinary developer workloads: shells, coreutils, python3, node, git, C/Go
 // compilers, make, pip/npm installs and curl inside a network-none sandbox.
 //
@@ -30,8 +31,11 @@ import (
 // seccompArchFor.
 //
 // Names a runtime's libseccomp does not know (syscalls newer than it) are
-// skipped by runc and crun; runc then answers them with ENOSYS, which is the
-// errno libc expects before falling back to an older syscall.
+// skipped by runc and crun. runc answers every syscall numbered above the
+// highest one the filter resolves with ENOSYS (the errno libc expects before
+// falling back to an older syscall), so under runc the newest absent ones
+// (statmount, listmount, open_tree_attr, listns, ...) fail with ENOSYS
+// rather than EPERM; crun 1.8 answers them with the default EPERM.
 
 // Linux values, fixed by the kernel ABI on every architecture Berth runs on;
 // spelled out so this file builds on any GOOS.
