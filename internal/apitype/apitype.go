@@ -241,6 +241,10 @@ type Limits struct {
 	MaxDownloadBytes    int64 `json:"max_download_bytes"`
 	MaxListPageEntries  int   `json:"max_list_page_entries"`
 	ListPageEntriesDflt int   `json:"default_list_page_entries"`
+	// Resources of isolated sandboxes: what a create gets for fields it
+	// leaves zero, and the most it may ask for.
+	DefaultResources Resources `json:"default_resources"`
+	MaxResources     Resources `json:"max_resources"`
 }
 
 // Counts are live resource counts.

@@ -45,6 +45,8 @@ func (s *Server) handleSystem() http.Handler {
 				DefaultTimeoutMS: cfg.DefaultTimeout.Milliseconds(), MaxTimeoutMS: cfg.MaxTimeout.Milliseconds(),
 				MaxJSONBodyBytes: maxJSON, MaxDownloadBytes: agent.DefaultMaxDownload,
 				MaxListPageEntries: agent.MaxListLimit, ListPageEntriesDflt: agent.DefaultListLimit,
+				DefaultResources: apitype.Resources(sandbox.DefaultResources),
+				MaxResources:     apitype.Resources(sandbox.MaxResources),
 			},
 		}
 		for _, rt := range m.Runtimes() {
