@@ -380,7 +380,11 @@ func (r *ContainerRuntime) spec(sb *Sandbox, cl containerLayout, tmpl *hostTempl
 				"--max-history", strconv.Itoa(a.MaxHistory),
 				"--max-upload", strconv.FormatInt(a.MaxUpload, 10),
 				"--listen-fd", "3", "--token-fd", "4", "--ready-fd", "5"},
-			Env:             []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/workspace", "LANG=C.UTF-8"},
+			// The agent's own Go runtime: a smaller heap target and one P
+			// keep an idle sandbox under 3 MiB. Commands never see these:
+			// the agent builds their environment from scratch.
+			Env: []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/workspace", "LANG=C.UTF-8",
+				"GOGC=50", "GOMAXPROCS=1"},
 			Cwd:             "/workspace",
 			Capabilities:    &specs.LinuxCapabilities{Bounding: empty, Effective: empty, Inheritable: empty, Permitted: empty, Ambient: empty},
 			NoNewPrivileges: true,
