@@ -39,6 +39,7 @@ func (a *app) sandboxCommand() *cobra.Command {
 	var runtime, name string
 	var env, labels []string
 	var asJSON bool
+	var res apitype.Resources
 	create := &cobra.Command{
 		Use:   "create",
 		Short: "Create a sandbox and print its id",
@@ -56,7 +57,11 @@ func (a *app) sandboxCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			sb, err := c.CreateSandbox(cmd.Context(), apitype.CreateSandboxRequest{Runtime: runtime, Name: name, Env: envMap, Labels: labelMap})
+			req := apitype.CreateSandboxRequest{Runtime: runtime, Name: name, Env: envMap, Labels: labelMap}
+			if res != (apitype.Resources{}) {
+				req.Resources = &res
+			}
+			sb, err := c.CreateSandbox(cmd.Context(), req)
 			if err != nil {
 				return err
 			}
@@ -67,7 +72,11 @@ func (a *app) sandboxCommand() *cobra.Command {
 			return nil
 		},
 	}
-	create.Flags().StringVar(&runtime, "runtime", "", "runtime: process (default: the daemon's)")
+	create.Flags().StringVar(&runtime, "runtime", "", "runtime: container, gvisor or process (default: the daemon's)")
+	create.Flags().Float64Var(&res.CPUs, "cpus", 0, "CPUs (isolated runtimes; default: the daemon's)")
+	create.Flags().Int64Var(&res.MemoryMB, "memory-mb", 0, "memory limit in MiB (isolated runtimes)")
+	create.Flags().Int64Var(&res.Pids, "pids", 0, "process and thread limit (isolated runtimes)")
+	create.Flags().Int64Var(&res.DiskMB, "disk-mb", 0, "workspace size in MiB (isolated runtimes)")
 	create.Flags().StringVar(&name, "name", "", "unique name; an existing sandbox with it is returned")
 	create.Flags().StringArrayVarP(&env, "env", "e", nil, "environment variable KEY=VALUE (repeatable)")
 	create.Flags().StringArrayVarP(&labels, "label", "l", nil, "label KEY=VALUE (repeatable)")
