@@ -122,10 +122,11 @@ func (c *cli) fails(code int, want string, args ...string) result {
 	return r
 }
 
-// newSandbox creates a process sandbox through the CLI and returns its id.
+// newSandbox creates a sandbox (of the runtime under test) through the CLI
+// and returns its id.
 func (c *cli) newSandbox() string {
 	c.t.Helper()
-	r := c.ok("sandbox", "create", "--runtime", "process")
+	r := c.ok("sandbox", "create", "--runtime", testenv.Runtime())
 	id := strings.TrimSpace(r.stdout)
 	if !regexp.MustCompile(`^sbx_[0-9A-Za-z]+$`).MatchString(id) {
 		c.t.Fatalf("sandbox create printed %q, want one sbx_ id", r.stdout)
@@ -209,25 +210,21 @@ func TestExecExitCodes(t *testing.T) {
 	}
 }
 
-// sleepsUnder returns the PIDs of `sleep SECS` processes whose working
-// directory is under dir.
-func sleepsUnder(dir, secs string) []int {
-	var out []int
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		if err != nil || string(b) != "sleep\x00"+secs+"\x00" {
-			continue
-		}
-		if cwd, err := os.Readlink("/proc/" + e.Name() + "/cwd"); err == nil && strings.HasPrefix(cwd, dir+"/") {
-			out = append(out, pid)
-		}
+// sleeps counts the `sleep SECS` processes sandbox id runs, as the
+// sandbox sees them (under gVisor its processes are not host processes).
+func sleeps(t *testing.T, d *testenv.Daemon, id, secs string) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := d.Client.Run(ctx, id, apitype.CreateCommandRequest{Command: "ps -eo args | grep -c '^sleep " + secs + "$' || true"})
+	if err != nil {
+		t.Fatal(err)
 	}
-	return out
+	n, err := strconv.Atoi(strings.TrimSpace(c.Stdout))
+	if err != nil {
+		t.Fatalf("counting sleeps: %q: %v", c.Stdout, err)
+	}
+	return n
 }
 
 // TestExecTimeoutAndCancel checks that a timed-out and a canceled command
@@ -249,8 +246,8 @@ func TestExecTimeoutAndCancel(t *testing.T) {
 			t.Errorf("stdout = %q, want none", r.stdout)
 		}
 		// A command reported as timed out is gone already.
-		if left := sleepsUnder(d.DataDir, "10"); len(left) > 0 {
-			t.Errorf("after exec timed out, sleep 10 still running: pids %v", left)
+		if left := sleeps(t, d, id, "10"); left > 0 {
+			t.Errorf("after exec timed out, %d sleep 10 still running", left)
 		}
 	})
 	t.Run("ctrl-c", func(t *testing.T) {
@@ -263,7 +260,7 @@ func TestExecTimeoutAndCancel(t *testing.T) {
 			t.Fatal(err)
 		}
 		testenv.Eventually(t, 30*time.Second, "sleep 11 to run in the sandbox", func() bool {
-			return len(sleepsUnder(d.DataDir, "11")) > 0
+			return sleeps(t, d, id, "11") > 0
 		})
 		if err := cmd.Process.Signal(os.Interrupt); err != nil {
 			t.Fatal(err)
@@ -276,11 +273,11 @@ func TestExecTimeoutAndCancel(t *testing.T) {
 		// The CLI cancels the command in the sandbox before it exits; allow
 		// the kill a moment to land.
 		deadline := time.Now().Add(5 * time.Second)
-		for len(sleepsUnder(d.DataDir, "11")) > 0 && time.Now().Before(deadline) {
+		for sleeps(t, d, id, "11") > 0 && time.Now().Before(deadline) {
 			time.Sleep(20 * time.Millisecond)
 		}
-		if left := sleepsUnder(d.DataDir, "11"); len(left) > 0 {
-			t.Errorf("after ctrl-c on berth exec, sleep 11 still running: pids %v", left)
+		if left := sleeps(t, d, id, "11"); left > 0 {
+			t.Errorf("after ctrl-c on berth exec, %d sleep 11 still running", left)
 		}
 		cmds, err := d.Client.Commands(ctx, id)
 		if err != nil {
@@ -583,5 +580,27 @@ func TestServeSecondDaemonRefused(t *testing.T) {
 	c.ok("--data", dataDir, "sandbox", "ls")
 	if err := d.Cmd.Process.Signal(syscall.Signal(0)); err != nil {
 		t.Errorf("first daemon: %v", err)
+	}
+}
+
+// TestSandboxResources checks the resource flags: refused by the process
+// runtime (which enforces none), kept by an isolated one.
+func TestSandboxResources(t *testing.T) {
+	t.Parallel()
+	d := testenv.StartDaemon(t, nil)
+	c := newCLI(t, d)
+	c.fails(1, "resources", "sandbox", "create", "--runtime", "process", "--memory-mb", "64")
+	c.fails(1, "resources.memory_mb", "sandbox", "create", "--runtime", "container", "--memory-mb", "1")
+	rt := testenv.Runtime()
+	if rt == "process" {
+		return // the isolated half runs in make test's container and gvisor passes
+	}
+	r := c.ok("sandbox", "create", "--runtime", rt, "--memory-mb", "128", "--pids", "64", "--json")
+	var sb apitype.Sandbox
+	if err := json.Unmarshal([]byte(r.stdout), &sb); err != nil {
+		t.Fatalf("sandbox create --json printed %q: %v", r.stdout, err)
+	}
+	if sb.Resources == nil || sb.Resources.MemoryMB != 128 || sb.Resources.Pids != 64 || sb.Resources.CPUs == 0 {
+		t.Errorf("resources = %+v, want memory 128, pids 64 and the default cpus", sb.Resources)
 	}
 }
