@@ -5,14 +5,17 @@
 #
 # Two groups:
 #   required  must install, or the script fails (building, testing, the
-#             process runtime and its tests).
-#   optional  for features on the roadmap (container runtimes, browser
-#             sessions, document jobs); a package the archive does not offer
-#             is reported and skipped.
+#             process and container runtimes and their tests: crun or runc,
+#             mkfs.ext4 for workspace disks, unshare for crun on hybrid
+#             cgroup hosts).
+#   optional  for benchmarks' peers (bubblewrap) and features on the
+#             roadmap (browser sessions, document jobs); a package the
+#             archive does not offer is reported and skipped.
 set -euo pipefail
 
-required=(ca-certificates git make procps util-linux iproute2 python3 gcc libc6-dev)
-optional=(chromium chromium-headless-shell crun runc fonts-noto-core
+required=(ca-certificates git make procps util-linux iproute2 python3 gcc libc6-dev
+	crun runc e2fsprogs)
+optional=(bubblewrap chromium chromium-headless-shell fonts-noto-core
 	libreoffice-writer-nogui libreoffice-calc-nogui libreoffice-impress-nogui)
 
 log() { printf 'install-deps: %s\n' "$*" >&2; }

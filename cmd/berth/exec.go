@@ -93,6 +93,13 @@ input is forwarded to the command.`,
 				}
 				return err
 			}
+			if final.Signal == "SIGKILL" || (final.ExitCode != nil && *final.ExitCode == 137) {
+				// The stream relays the agent's record; the daemon's read
+				// knows more, such as a kill by the OOM killer.
+				if rec, err := c.Command(ctx, sbID, final.ID, client.CommandQuery{MaxBytes: 1}); err == nil {
+					final = &rec
+				}
+			}
 			return a.exitFor(final)
 		},
 	}
@@ -129,6 +136,9 @@ func (a *app) exitFor(c *apitype.Command) error {
 	case c.Status == apitype.CommandCanceled:
 		fmt.Fprintln(a.stderr, "berth: command canceled")
 		return exitError{exitCanceled}
+	case c.Status == apitype.CommandFailed && c.Reason == "oom":
+		fmt.Fprintln(a.stderr, "berth: command killed by the OOM killer: the sandbox ran out of memory")
+		return exitError{128 + 9}
 	case c.Status == apitype.CommandFailed:
 		fmt.Fprintf(a.stderr, "berth: command failed: %s\n", c.Reason)
 		return exitError{exitNotStarted}

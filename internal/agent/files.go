@@ -305,6 +305,9 @@ func (a *Agent) handleWriteFile(w http.ResponseWriter, r *http.Request) {
 	}
 	if err != nil {
 		_ = a.root.Remove(tmp)
+		// Read the rest of the body (it is capped) so that the client,
+		// still sending, gets this answer rather than a broken pipe.
+		_, _ = io.Copy(io.Discard, body)
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
 			err = errcode.WithReason(errcode.PayloadTooLarge, ReasonFileTooLarge, "upload is larger than the limit of %d bytes", a.cfg.MaxUpload)

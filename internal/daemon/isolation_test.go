@@ -146,3 +146,82 @@ func TestIsolatedUIDsAreDistinct(t *testing.T) {
 		}
 	}
 }
+
+// TestIsolatedTemplateSurvivesRestart: each daemon process builds a fresh
+// host template; one that a running sandbox's overlay uses must stay
+// whole when a restarted daemon builds the next.
+func TestIsolatedTemplateSurvivesRestart(t *testing.T) {
+	t.Parallel()
+	rt := needIsolated(t)
+	dataDir := filepath.Join(testenv.ShortTempDir(t), "d")
+	d := testenv.StartDaemonProcess(t, dataDir)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	first, err := d.Client.CreateSandbox(ctx, apitype.CreateSandboxRequest{Runtime: rt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Stop(t); err != nil {
+		t.Fatalf("stopping the daemon: %v", err)
+	}
+	d2 := testenv.StartDaemonProcess(t, dataDir)
+	t.Cleanup(func() { d2.DeleteAll(t) })
+	if _, err := d2.Client.CreateSandbox(ctx, apitype.CreateSandboxRequest{Runtime: rt}); err != nil {
+		t.Fatal(err) // builds the second template
+	}
+	templates, _ := filepath.Glob(filepath.Join(dataDir, "templates", "host-*"))
+	if len(templates) != 2 {
+		t.Errorf("templates = %v, want two: one per daemon process, both in use", templates)
+	}
+	c, err := d2.Client.Run(ctx, first.ID, apitype.CreateCommandRequest{Command: "ls /bin/sh /etc/passwd /etc/ssl/certs >/dev/null && echo whole"})
+	if err != nil || c.Stdout != "whole\n" {
+		t.Errorf("the first sandbox after the second template was built: %q %q (%s), %v", c.Stdout, c.Stderr, c.Status, err)
+	}
+}
+
+// TestIsolatedDiskQuota fills a small workspace: the sandbox gets ENOSPC,
+// an upload past the space left gets 429 disk_full with nothing left
+// behind, and the host file system loses at most the quota.
+func TestIsolatedDiskQuota(t *testing.T) {
+	t.Parallel()
+	rt := needIsolated(t)
+	d := testenv.StartDaemon(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	sb, err := d.Client.CreateSandbox(ctx, apitype.CreateSandboxRequest{Runtime: rt, Resources: &apitype.Resources{DiskMB: 64}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := run(t, d, sb.ID, apitype.CreateCommandRequest{Command: "dd if=/dev/zero of=/workspace/fill bs=1M count=200 2>&1; echo rc=$?"})
+	if !strings.Contains(c.Stdout, "No space left on device") || strings.Contains(c.Stdout, "rc=0") {
+		t.Errorf("filling a 64 MiB workspace: %q, want ENOSPC", c.Stdout)
+	}
+	img, err := os.Stat(filepath.Join(d.DataDir, "sandboxes", sb.ID, "workspace.img"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if used := img.Sys().(*syscall.Stat_t).Blocks * 512; used > 64<<20 {
+		t.Errorf("the workspace image uses %d bytes on the host, more than its 64 MiB quota", used)
+	}
+	// Upload into the full workspace, larger than what is left.
+	_, err = d.Client.WriteFile(ctx, sb.ID, "more.bin", strings.NewReader(strings.Repeat("x", 8<<20)), 0)
+	if !client.IsCode(err, errcode.ResourceExhausted) || errcode.ReasonOf(err) != "disk_full" {
+		t.Errorf("upload into a full workspace: err = %v, want resource_exhausted disk_full", err)
+	}
+	list, err := d.Client.ListFiles(ctx, sb.ID, ".", "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range list.Entries {
+		if e.Name != "fill" {
+			t.Errorf("after the failed upload the workspace has %q", e.Name)
+		}
+	}
+	// Positive control: after freeing space the same upload works.
+	if err := d.Client.Remove(ctx, sb.ID, "fill", false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Client.WriteFile(ctx, sb.ID, "more.bin", strings.NewReader(strings.Repeat("x", 8<<20)), 0); err != nil {
+		t.Errorf("upload after freeing space: %v", err)
+	}
+}

@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
@@ -36,9 +35,6 @@ type ContainerRuntime struct {
 	cgroups cgroupMode
 	err     error // why the runtime is unavailable, or nil
 
-	templateOnce sync.Once
-	template     *hostTemplate
-	templateErr  error
 }
 
 var _ Runtime = (*ContainerRuntime)(nil)
@@ -110,6 +106,14 @@ func (r *ContainerRuntime) checkHost() error {
 		return errcode.WithReason(errcode.Unimplemented, "runtime_unavailable",
 			"runtime %s is not available: overlayfs is missing (modprobe overlay)", r.name)
 	}
+	if _, err := exec.LookPath("mkfs.ext4"); err != nil {
+		return errcode.WithReason(errcode.Unimplemented, "runtime_unavailable",
+			"runtime %s is not available: mkfs.ext4 is missing for workspace disks (apt-get install e2fsprogs)", r.name)
+	}
+	if _, err := os.Stat("/dev/loop-control"); err != nil {
+		return errcode.WithReason(errcode.Unimplemented, "runtime_unavailable",
+			"runtime %s is not available: no loop devices for workspace disks (modprobe loop)", r.name)
+	}
 	return nil
 }
 
@@ -146,10 +150,7 @@ func containerLayoutFor(l Layout) containerLayout {
 }
 
 func (r *ContainerRuntime) hostTemplate() (*hostTemplate, error) {
-	r.templateOnce.Do(func() {
-		r.template, r.templateErr = buildHostTemplate(filepath.Join(r.dataDir, "templates", "host"))
-	})
-	return r.template, r.templateErr
+	return sharedHostTemplate(filepath.Join(r.dataDir, "templates"))
 }
 
 // Start prepares the sandbox's root (overlay over the host template), its
@@ -457,6 +458,11 @@ func (r *ContainerRuntime) Stop(ctx context.Context, sb *Sandbox, l Layout) erro
 		if err := unix.Unmount(mp, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) {
 			errs = append(errs, fmt.Errorf("unmounting %s: %w", mp, err))
 		}
+	}
+	// The workspace's loop device detaches itself once the last holder of
+	// its mount (under gVisor, the exiting gofer) lets go.
+	if err := waitLoopDetached(ctx, filepath.Join(cl.Dir, diskImage)); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

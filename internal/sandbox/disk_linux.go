@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -8,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -126,4 +128,36 @@ func loopMount(img, dir, fstype string, flags uintptr) error {
 		return nil
 	}
 	return errors.New("no free loop device")
+}
+
+// waitLoopDetached waits, at most a few seconds, until no loop device is
+// backed by img.
+func waitLoopDetached(ctx context.Context, img string) error {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		devs := loopDevicesOf(img)
+		if len(devs) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("loop devices %v still hold %s", devs, img)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// loopDevicesOf lists the loop devices backed by img.
+func loopDevicesOf(img string) []string {
+	var out []string
+	entries, _ := os.ReadDir("/sys/block")
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), "loop") {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/sys/block", e.Name(), "loop", "backing_file"))
+		if err == nil && strings.TrimSpace(string(b)) == img {
+			out = append(out, e.Name())
+		}
+	}
+	return out
 }

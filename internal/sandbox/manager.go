@@ -679,6 +679,7 @@ func (m *Manager) Commands(ctx context.Context, sandboxID string) ([]*CommandRec
 			for i, r := range recs {
 				if l, ok := byID[r.ID]; ok {
 					l.SandboxID = sandboxID
+					m.annotateOOM(sb, &l)
 					recs[i] = &l
 				}
 			}

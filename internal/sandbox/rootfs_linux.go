@@ -7,7 +7,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
+	"time"
 )
 
 // hostTemplate is the built-in "host" template: a read-only root composed
@@ -35,9 +38,55 @@ var hostEtc = []string{
 	"xattr.conf",
 }
 
-// buildHostTemplate (re)creates the host template under dir. It is cheap
-// (a few hundred small files) and done at every daemon start, so host
-// updates reach new sandboxes.
+// hostTemplates holds, per templates directory, the host template this
+// daemon process built; the container and gvisor runtimes share it.
+var hostTemplates struct {
+	sync.Mutex
+	built map[string]*hostTemplate
+}
+
+// sharedHostTemplate returns this process's host template under parent,
+// building it on first use. Each daemon process builds a new one (cheap: a
+// few hundred small files), so host updates reach new sandboxes; a
+// template is never changed or removed while a sandbox's overlay uses it
+// as its lower layer, and older ones no overlay uses are removed.
+func sharedHostTemplate(parent string) (*hostTemplate, error) {
+	hostTemplates.Lock()
+	defer hostTemplates.Unlock()
+	if t, ok := hostTemplates.built[parent]; ok {
+		return t, nil
+	}
+	dir := filepath.Join(parent, "host-"+strconv.FormatInt(time.Now().UnixNano(), 36))
+	t, err := buildHostTemplate(dir)
+	if err != nil {
+		return nil, err
+	}
+	if hostTemplates.built == nil {
+		hostTemplates.built = map[string]*hostTemplate{}
+	}
+	hostTemplates.built[parent] = t
+	removeUnusedTemplates(parent, dir)
+	return t, nil
+}
+
+// removeUnusedTemplates deletes the templates under parent, but keep, that
+// no mounted overlay has as its lower layer.
+func removeUnusedTemplates(parent, keep string) {
+	b, _ := os.ReadFile("/proc/self/mountinfo")
+	entries, _ := os.ReadDir(parent)
+	for _, e := range entries {
+		dir := filepath.Join(parent, e.Name())
+		if dir == keep || !strings.HasPrefix(e.Name(), "host") {
+			continue
+		}
+		if strings.Contains(string(b), "lowerdir="+dir+"/rootfs") {
+			continue
+		}
+		_ = os.RemoveAll(dir)
+	}
+}
+
+// buildHostTemplate creates the host template in dir, which must not exist.
 func buildHostTemplate(dir string) (*hostTemplate, error) {
 	tmp := dir + ".new"
 	if err := os.RemoveAll(tmp); err != nil {
@@ -91,9 +140,6 @@ func buildHostTemplate(dir string) (*hostTemplate, error) {
 		if err := os.WriteFile(filepath.Join(rootfs, name), []byte(content), 0o644); err != nil {
 			return nil, err
 		}
-	}
-	if err := os.RemoveAll(dir); err != nil {
-		return nil, err
 	}
 	if err := os.Rename(tmp, dir); err != nil {
 		return nil, err
