@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -396,32 +397,33 @@ func (a *Agent) commandPIDs() map[int]bool {
 }
 
 // children lists the PIDs whose parent is ppid, from /proc.
-func children(ppid int) []int {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
-	var out []int
+func children(ppid int) []int { return ProcessTree()[ppid] }
+
+// ProcessTree maps each PID to the PIDs of its children, from /proc.
+func ProcessTree() map[int][]int {
+	tree := map[int][]int{}
+	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
-		pid := 0
-		if _, err := fmt.Sscanf(e.Name(), "%d", &pid); err != nil || pid <= 0 {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
 			continue
 		}
 		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
 		if err != nil {
 			continue
 		}
-		// The command name is in parentheses and may contain spaces.
+		// The command name is in parentheses and may contain anything;
+		// the parent PID is the second field after it.
 		s := string(b)
 		i := strings.LastIndexByte(s, ')')
 		if i < 0 {
 			continue
 		}
-		var state string
-		var parent int
-		if _, err := fmt.Sscanf(s[i+1:], " %s %d", &state, &parent); err == nil && parent == ppid {
-			out = append(out, pid)
+		if f := strings.Fields(s[i+1:]); len(f) > 1 {
+			if ppid, err := strconv.Atoi(f[1]); err == nil {
+				tree[ppid] = append(tree[ppid], pid)
+			}
 		}
 	}
-	return out
+	return tree
 }

@@ -1,7 +1,6 @@
 package sandbox
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -255,25 +254,8 @@ func (r *ContainerRuntime) Start(ctx context.Context, sb *Sandbox, l Layout, a A
 		lnF.Close()
 	}
 
-	ready := make(chan error, 1)
-	go func() {
-		line, err := bufio.NewReader(readyR).ReadString('\n')
-		if err == nil && strings.TrimSpace(line) != "ready" {
-			err = fmt.Errorf("unexpected %q", line)
-		}
-		ready <- err
-	}()
-	t := time.NewTimer(agentStartTimeout)
-	defer t.Stop()
-	select {
-	case err := <-ready:
-		if err != nil {
-			return 0, fmt.Errorf("agent did not start: %s", logTail(l.Log))
-		}
-	case <-t.C:
-		return 0, errcode.WithReason(errcode.Unavailable, "agent_start_timeout", "agent did not listen within %s", agentStartTimeout)
-	case <-ctx.Done():
-		return 0, ctx.Err()
+	if err := waitReady(ctx, readyR, l.Log); err != nil {
+		return 0, err
 	}
 	if r.program == "runsc" {
 		if err := adoptSocket(filepath.Join(cl.sock, "agent.sock"), l.Socket); err != nil {

@@ -6,6 +6,7 @@ import (
 	"context"
 
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strconv"
@@ -84,9 +85,20 @@ func (ProcessRuntime) Start(ctx context.Context, sb *Sandbox, l Layout, a AgentA
 	}
 	tokW.Close()
 
+	if err := waitReady(ctx, readyR, l.Log); err != nil {
+		_ = cmd.Process.Kill()
+		<-exited
+		return 0, err
+	}
+	return cmd.Process.Pid, nil
+}
+
+// waitReady waits for an agent to say "ready" on r, at most
+// agentStartTimeout; a failure quotes the agent's log.
+func waitReady(ctx context.Context, r io.Reader, log string) error {
 	ready := make(chan error, 1)
 	go func() {
-		line, err := bufio.NewReader(readyR).ReadString('\n')
+		line, err := bufio.NewReader(r).ReadString('\n')
 		if err == nil && strings.TrimSpace(line) != "ready" {
 			err = fmt.Errorf("unexpected %q", line)
 		}
@@ -96,18 +108,14 @@ func (ProcessRuntime) Start(ctx context.Context, sb *Sandbox, l Layout, a AgentA
 	defer t.Stop()
 	select {
 	case err := <-ready:
-		if err == nil {
-			return cmd.Process.Pid, nil
+		if err != nil {
+			return fmt.Errorf("agent did not start: %s", logTail(log))
 		}
-		_ = cmd.Process.Kill()
-		<-exited
-		return 0, fmt.Errorf("agent did not start: %s", logTail(l.Log))
+		return nil
 	case <-t.C:
-		_ = cmd.Process.Kill()
-		return 0, errcode.WithReason(errcode.Unavailable, "agent_start_timeout", "agent did not listen within %s", agentStartTimeout)
+		return errcode.WithReason(errcode.Unavailable, "agent_start_timeout", "agent did not listen within %s", agentStartTimeout)
 	case <-ctx.Done():
-		_ = cmd.Process.Kill()
-		return 0, ctx.Err()
+		return ctx.Err()
 	}
 }
 
@@ -216,37 +224,12 @@ func processesOf(l Layout) []int {
 	return out
 }
 
-// descendants returns every process below pid, from /proc.
+// descendants returns every process below pid.
 func descendants(pid int) []int {
-	parent := map[int][]int{}
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		p, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		s := string(b)
-		i := strings.LastIndexByte(s, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(s[i+1:])
-		if len(f) < 2 {
-			continue
-		}
-		pp, _ := strconv.Atoi(f[1])
-		parent[pp] = append(parent[pp], p)
-	}
+	tree := agent.ProcessTree()
 	var out []int
-	queue := []int{pid}
-	for len(queue) > 0 {
-		p := queue[0]
-		queue = queue[1:]
-		for _, c := range parent[p] {
+	for queue := []int{pid}; len(queue) > 0; queue = queue[1:] {
+		for _, c := range tree[queue[0]] {
 			out = append(out, c)
 			queue = append(queue, c)
 		}
