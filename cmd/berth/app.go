@@ -92,6 +92,7 @@ func (a *app) rootCommand() *cobra.Command {
 		a.fsCommand(),
 		a.keysCommand(),
 		a.doctorCommand(),
+		a.probeCommand(),
 		&cobra.Command{
 			Use: "version", Short: "Print the version",
 			RunE: func(*cobra.Command, []string) error { fmt.Fprintln(a.stdout, version); return nil },

@@ -211,6 +211,7 @@ func (a *Agent) newCommand(req StartRequest, argv []string, cwd string, timeout 
 	}
 	c.pgid = cmd.Process.Pid
 	c.rec.PID = cmd.Process.Pid
+	resetOOMScore(c.pgid)
 	// meta.json is written when the command ends. A command the agent
 	// dies in the middle of has none and is dropped at the next load; the
 	// daemon's store, which recorded the start, marks it interrupted.

@@ -9,3 +9,5 @@ import "syscall"
 func becomeSubreaper() {}
 
 func commandAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }
+
+func resetOOMScore(int) {}

@@ -225,3 +225,22 @@ func TestIsolatedDiskQuota(t *testing.T) {
 		t.Errorf("upload after freeing space: %v", err)
 	}
 }
+
+// TestIsolatedThreadsAndTools runs ordinary programs under the seccomp
+// profile: threads (clone3 must fall back to clone, or be allowed), a
+// subprocess, and a compiler-free toolchain staple.
+func TestIsolatedThreadsAndTools(t *testing.T) {
+	t.Parallel()
+	needIsolated(t)
+	d := testenv.StartDaemon(t, nil)
+	sb := newSandbox(t, d)
+	c := run(t, d, sb.ID, apitype.CreateCommandRequest{Command: `python3 -c '
+import threading, subprocess
+t = threading.Thread(target=print, args=("thread ok",)); t.start(); t.join()
+print(subprocess.run(["echo", "subprocess ok"], capture_output=True, text=True).stdout, end="")
+' && echo a,b | awk -F, '{print $2}' && git --version >/dev/null && echo git ok`})
+	want := "thread ok\nsubprocess ok\nb\ngit ok\n"
+	if c.Stdout != want {
+		t.Errorf("ordinary programs: stdout %q, stderr %q (%s %s), want %q", c.Stdout, c.Stderr, c.Status, c.Reason, want)
+	}
+}

@@ -144,7 +144,7 @@ func containerLayoutFor(l Layout) containerLayout {
 		rootfs:  filepath.Join(l.Dir, "rootfs"),
 		bundle:  filepath.Join(l.Dir, "bundle"),
 		pidFile: filepath.Join(l.Run, "pid"),
-		sock:    filepath.Join(l.Dir, "sock"),
+		sock:    filepath.Join(l.Run, "sock"),
 	}
 }
 
@@ -176,6 +176,14 @@ func (r *ContainerRuntime) Start(ctx context.Context, sb *Sandbox, l Layout, a A
 		}
 		if err := os.Chmod(d, 0o755); err != nil {
 			return 0, err
+		}
+	}
+	if r.program == "runsc" && !isMountPoint(l.Run) {
+		// The agent's socket directory is writable from inside, so it may
+		// not be on the host's disk (it would escape the disk quota): a
+		// small tmpfs, which also holds the daemon's link to the socket.
+		if err := unix.Mount("tmpfs", l.Run, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "size=1m,mode=700"); err != nil {
+			return 0, fmt.Errorf("mounting the agent's socket directory: %w", err)
 		}
 	}
 	if err := os.MkdirAll(cl.sock, 0o700); err != nil {
@@ -266,7 +274,20 @@ func (r *ContainerRuntime) Start(ctx context.Context, sb *Sandbox, l Layout, a A
 	if err != nil {
 		return 0, fmt.Errorf("reading the container's pid: %w", err)
 	}
-	return strconv.Atoi(strings.TrimSpace(string(b)))
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		return 0, fmt.Errorf("reading the container's pid: %w", err)
+	}
+	if r.program != "runsc" {
+		// The OOM killer must take a command, never the agent (which puts
+		// each command back at 0). Set from here: the runtime would do it
+		// after dropping the privilege to lower it. Not for gVisor, whose
+		// sandbox process is where the sandbox's memory is.
+		// Best effort: it needs CAP_SYS_RESOURCE, which a daemon in a
+		// restricted environment may lack.
+		_ = os.WriteFile("/proc/"+strconv.Itoa(pid)+"/oom_score_adj", []byte("-1000"), 0)
+	}
+	return pid, nil
 }
 
 // adoptSocket hard-links the socket an agent made inside its sandbox into
@@ -301,6 +322,10 @@ func (r *ContainerRuntime) runArgs(id string, cl containerLayout) []string {
 	return args
 }
 
+// GVisorPidsHeadroom is added to a gvisor sandbox's pids limit for the
+// host threads of runsc itself, which share its cgroup.
+const GVisorPidsHeadroom = 128
+
 // ociSpecVersion is the runtime-spec version bundles declare: the oldest
 // that has every field Berth sets, so older runtimes (crun 1.8 refuses
 // "1.3.0") take them.
@@ -309,8 +334,9 @@ const ociSpecVersion = "1.0.2"
 // Sizes of the sandbox's in-memory file systems (they count against its
 // memory limit).
 const (
-	tmpSizeMB = 512
-	shmSizeMB = 256
+	tmpSizeMB   = 512
+	shmSizeMB   = 256
+	stateSizeMB = 128 // command output beyond it is counted, not kept
 )
 
 func (r *ContainerRuntime) spec(sb *Sandbox, cl containerLayout, tmpl *hostTemplate, a AgentArgs) *specs.Spec {
@@ -346,7 +372,11 @@ func (r *ContainerRuntime) spec(sb *Sandbox, cl containerLayout, tmpl *hostTempl
 	}
 	mounts = append(mounts,
 		specs.Mount{Destination: "/workspace", Type: "bind", Source: cl.Workspace, Options: []string{"rbind", "rw", "nosuid", "nodev"}},
-		specs.Mount{Destination: stateInSandbox, Type: "bind", Source: cl.State, Options: []string{"rbind", "rw", "nosuid", "nodev", "noexec"}},
+		// The agent's state (command output) is in memory, counted against
+		// the sandbox's memory limit and capped: on the host's disk it would
+		// escape the disk quota.
+		specs.Mount{Destination: stateInSandbox, Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "nodev", "noexec",
+			"mode=700", fmt.Sprintf("uid=%d", uid), fmt.Sprintf("gid=%d", uid), fmt.Sprintf("size=%dm", stateSizeMB)}},
 		specs.Mount{Destination: agentPathInSandbox, Type: "bind", Source: a.Binary, Options: []string{"bind", "ro", "nosuid", "nodev"}},
 	)
 	empty := []string{}
@@ -406,6 +436,10 @@ func (r *ContainerRuntime) spec(sb *Sandbox, cl containerLayout, tmpl *hostTempl
 		s.Process.Args = append(args, "--socket", "/run/berth-sock/agent.sock", "--token-fd", "3", "--ready-fd", "4")
 		// gVisor has no cgroup namespace to offer.
 		s.Linux.Namespaces = s.Linux.Namespaces[:5]
+		s.Linux.Seccomp = GVisorSeccompProfile()
+		// runsc's own threads (sentry, gofer) count against pids.max too.
+		pids := res.Pids + GVisorPidsHeadroom
+		s.Linux.Resources.Pids = &specs.LinuxPids{Limit: &pids}
 	}
 	return s
 }

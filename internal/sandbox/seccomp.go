@@ -168,11 +168,6 @@ var seccompAllowed = [][]string{
 		"inotify_rm_watch", "pipe", "pipe2", "poll", "ppoll", "pselect6",
 		"select",
 	},
-	// Classic Linux AIO (databases, some build tools). io_uring is refused.
-	{
-		"io_cancel", "io_destroy", "io_getevents", "io_pgetevents",
-		"io_setup", "io_submit",
-	},
 	// Sockets once created. socket and socketpair are filtered by address
 	// family; see SeccompProfile.
 	{
@@ -248,6 +243,8 @@ func seccompArchFor(goarch string) seccompArch {
 // architecture: deny by default with EPERM, an allowlist of ordinary
 // syscalls, argument filters on clone, personality, socket and socketpair,
 // and ENOSYS for clone3 so that libc falls back to the filtered clone.
+// Classic AIO (io_setup...) is refused like io_uring: its contexts count
+// against a host-wide limit (fs.aio-max-nr) one sandbox could exhaust.
 // Each call returns a new value the caller may modify.
 func SeccompProfile() *specs.LinuxSeccomp {
 	return seccompProfileFor(runtime.GOARCH)
@@ -309,3 +306,18 @@ func argEqualRule(name string, index uint, value uint64) specs.LinuxSyscall {
 }
 
 func errnoPtr(errno uint) *uint { return &errno }
+
+// GVisorSeccompProfile is SeccompProfile for runsc, which applies it
+// inside the sandbox: there clone3 is allowed, because runsc ignores a
+// rule's errno (clone3 would get EPERM, on which libc does not fall back
+// to clone, and no thread could start; google/gvisor#14688), and the
+// sentry, not the host kernel, is what a namespace flag would reach.
+func GVisorSeccompProfile() *specs.LinuxSeccomp {
+	p := SeccompProfile()
+	for i, sc := range p.Syscalls {
+		if slices.Equal(sc.Names, []string{"clone3"}) {
+			p.Syscalls[i] = specs.LinuxSyscall{Names: []string{"clone3"}, Action: specs.ActAllow}
+		}
+	}
+	return p
+}

@@ -13,7 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -128,27 +127,10 @@ func ShortTempDir(t testing.TB) string {
 	}
 	t.Cleanup(func() {
 		// gVisor's runsc leaves a mount in its state directory.
-		for _, mp := range mountsUnder(dir) {
-			_ = syscall.Unmount(mp, syscall.MNT_DETACH)
-		}
+		unmountUnder(dir)
 		os.RemoveAll(dir)
 	})
 	return dir
-}
-
-// mountsUnder lists the mount points at or below dir.
-func mountsUnder(dir string) []string {
-	b, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return nil
-	}
-	var out []string
-	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) > 4 && (f[4] == dir || strings.HasPrefix(f[4], dir+"/")) {
-			out = append(out, f[4])
-		}
-	}
-	return out
 }
 
 // ProcessesUnder returns the PIDs of processes whose command line mentions
