@@ -86,34 +86,7 @@ func benchColdCreate(b *testing.B, d *testenv.Daemon, rt string, n int) *coldRes
 	c := d.Client
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	createToOutput := func() (string, error) {
-		sb, err := c.CreateSandbox(ctx, apitype.CreateSandboxRequest{Runtime: rt})
-		if err != nil {
-			return "", err
-		}
-		if sb.Runtime != rt {
-			return sb.ID, fmt.Errorf("asked for runtime %s, got %s", rt, sb.Runtime)
-		}
-		cmd, err := c.ExecWait(ctx, sb.ID, apitype.CreateCommandRequest{Argv: []string{"echo", "ready"}},
-			client.CommandQuery{WaitMS: 10000})
-		if err != nil {
-			return sb.ID, err
-		}
-		return sb.ID, waitOutput(ctx, c, sb.ID, cmd)
-	}
-	one := func() (time.Duration, error) {
-		start := time.Now()
-		id, err := createToOutput()
-		elapsed := time.Since(start)
-		if id != "" {
-			b.StopTimer()
-			if derr := c.DeleteSandbox(ctx, id); derr != nil && err == nil {
-				err = derr
-			}
-			b.StartTimer()
-		}
-		return elapsed, err
-	}
+	one := createToFirstOutput(ctx, b, c, rt)
 	// Warm up, untimed: the first create builds the host template.
 	for range 2 {
 		if _, err := one(); err != nil {
