@@ -155,6 +155,21 @@ func (c *Client) DeleteSandbox(ctx context.Context, id string) error {
 	return c.doJSON(ctx, http.MethodDelete, sbPath(id), nil, nil, nil)
 }
 
+// PauseSandbox freezes a sandbox: memory kept, no CPU. Any later call to
+// it resumes it.
+func (c *Client) PauseSandbox(ctx context.Context, id string) (apitype.Sandbox, error) {
+	var out apitype.Sandbox
+	err := c.doJSON(ctx, http.MethodPost, sbPath(id, "pause"), nil, nil, &out)
+	return out, err
+}
+
+// ResumeSandbox thaws a paused sandbox.
+func (c *Client) ResumeSandbox(ctx context.Context, id string) (apitype.Sandbox, error) {
+	var out apitype.Sandbox
+	err := c.doJSON(ctx, http.MethodPost, sbPath(id, "resume"), nil, nil, &out)
+	return out, err
+}
+
 // Exec starts a command and returns its record (status running, or failed
 // when it could not start).
 func (c *Client) Exec(ctx context.Context, sandboxID string, req apitype.CreateCommandRequest) (apitype.Command, error) {

@@ -48,6 +48,7 @@ const (
 // Sandbox states and command statuses.
 const (
 	StateRunning = apitype.StateRunning
+	StatePaused  = apitype.StatePaused
 	StateFailed  = apitype.StateFailed
 
 	CommandRunning     = apitype.CommandRunning

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/berthdev/berth/client"
 	"github.com/berthdev/berth/internal/apitype"
 )
 
@@ -150,6 +152,29 @@ func (a *app) sandboxCommand() *cobra.Command {
 			return nil
 		},
 	}
-	cmd.AddCommand(create, ls, get, rm)
+	lifecycle := func(use, short string, do func(*client.Client, context.Context, string) (apitype.Sandbox, error)) *cobra.Command {
+		return &cobra.Command{
+			Use:   use + " SANDBOX...",
+			Short: short,
+			Args:  cobra.MinimumNArgs(1),
+			RunE: func(cmd *cobra.Command, args []string) error {
+				c, err := a.client()
+				if err != nil {
+					return err
+				}
+				for _, id := range args {
+					sb, err := do(c, cmd.Context(), id)
+					if err != nil {
+						return err
+					}
+					fmt.Fprintf(a.stdout, "%s\t%s\n", sb.ID, sb.State)
+				}
+				return nil
+			},
+		}
+	}
+	pause := lifecycle("pause", "Freeze sandboxes (memory kept, no CPU; any call resumes them)", (*client.Client).PauseSandbox)
+	resume := lifecycle("resume", "Thaw paused sandboxes", (*client.Client).ResumeSandbox)
+	cmd.AddCommand(create, ls, get, rm, pause, resume)
 	return cmd
 }

@@ -27,6 +27,7 @@ const (
 	StatePending    = "pending"
 	StateStarting   = "starting"
 	StateRunning    = "running"
+	StatePaused     = "paused" // frozen: memory kept, no CPU; any call resumes it
 	StateStopping   = "stopping"
 	StateTerminated = "terminated"
 	StateFailed     = "failed"

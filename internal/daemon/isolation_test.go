@@ -244,3 +244,99 @@ print(subprocess.run(["echo", "subprocess ok"], capture_output=True, text=True).
 		t.Errorf("ordinary programs: stdout %q, stderr %q (%s %s), want %q", c.Stdout, c.Stderr, c.Status, c.Reason, want)
 	}
 }
+
+// TestPauseResume freezes an isolated sandbox with a command running: the
+// command makes no progress while paused (checked from the host through
+// the file it writes), the sandbox says paused, and the next call to it
+// resumes it transparently. The process runtime, with no cgroup, refuses.
+func TestPauseResume(t *testing.T) {
+	t.Parallel()
+	d := testenv.StartDaemon(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if rt := testenv.Runtime(); rt == "process" {
+		sb := newSandbox(t, d)
+		if _, err := d.Client.PauseSandbox(ctx, sb.ID); !client.IsCode(err, errcode.Unimplemented) || errcode.ReasonOf(err) != "pause_unsupported" {
+			t.Errorf("pausing a process sandbox: err = %v, want unimplemented pause_unsupported", err)
+		}
+		return
+	}
+	sb := newSandbox(t, d)
+	if _, err := d.Client.Exec(ctx, sb.ID, apitype.CreateCommandRequest{
+		Command: "i=0; while true; do i=$((i+1)); echo $i > /workspace/tick; sleep 0.05; done",
+	}); err != nil {
+		t.Fatal(err)
+	}
+	tick := func() string {
+		b, _ := os.ReadFile(filepath.Join(d.HostWorkspace(sb.ID), "tick"))
+		return strings.TrimSpace(string(b))
+	}
+	testenv.Eventually(t, 10*time.Second, "the counter to start", func() bool { return tick() != "" })
+	got, err := d.Client.PauseSandbox(ctx, sb.ID)
+	if err != nil || got.State != apitype.StatePaused {
+		t.Fatalf("PauseSandbox = %s, %v; want paused", got.State, err)
+	}
+	frozen := tick()
+	time.Sleep(300 * time.Millisecond) // the counter would tick about six times meanwhile
+	if now := tick(); now != frozen {
+		t.Errorf("the counter went from %s to %s while paused", frozen, now)
+	}
+	if again, err := d.Client.GetSandbox(ctx, sb.ID); err != nil || again.State != apitype.StatePaused {
+		t.Errorf("GetSandbox of a paused sandbox = %s, %v; want paused (reading it does not wake it)", again.State, err)
+	}
+	// Any call that needs the sandbox wakes it.
+	c, err := d.Client.Run(ctx, sb.ID, apitype.CreateCommandRequest{Command: "echo awake"})
+	if err != nil || c.Stdout != "awake\n" {
+		t.Fatalf("command on a paused sandbox = %q, %v; want awake", c.Stdout, err)
+	}
+	if again, _ := d.Client.GetSandbox(ctx, sb.ID); again.State != apitype.StateRunning {
+		t.Errorf("state after a call = %s, want running", again.State)
+	}
+	testenv.Eventually(t, 10*time.Second, "the counter to move again", func() bool { return tick() != frozen })
+	// Explicit pause, resume, and delete while paused.
+	if _, err := d.Client.PauseSandbox(ctx, sb.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := d.Client.ResumeSandbox(ctx, sb.ID); err != nil || got.State != apitype.StateRunning {
+		t.Fatalf("ResumeSandbox = %s, %v", got.State, err)
+	}
+	if _, err := d.Client.PauseSandbox(ctx, sb.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Client.DeleteSandbox(ctx, sb.ID); err != nil {
+		t.Fatalf("deleting a paused sandbox: %v", err)
+	}
+	if left := hostLeftovers(t, d.DataDir, sb.ID); len(left) > 0 {
+		t.Errorf("deleting a paused sandbox left %v", left)
+	}
+	if left := d.SandboxProcesses(sb.ID); len(left) > 0 {
+		t.Errorf("deleting a paused sandbox left processes %v", left)
+	}
+}
+
+// TestPausedSurvivesRestart: a paused sandbox (whose frozen agent cannot
+// answer) is re-adopted as paused after a daemon crash, and wakes on use.
+func TestPausedSurvivesRestart(t *testing.T) {
+	t.Parallel()
+	rt := needIsolated(t)
+	dataDir := filepath.Join(testenv.ShortTempDir(t), "d")
+	d := testenv.StartDaemonProcess(t, dataDir)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	sb, err := d.Client.CreateSandbox(ctx, apitype.CreateSandboxRequest{Runtime: rt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Client.PauseSandbox(ctx, sb.ID); err != nil {
+		t.Fatal(err)
+	}
+	d.Kill9(t)
+	d2 := testenv.StartDaemonProcess(t, dataDir)
+	t.Cleanup(func() { d2.DeleteAll(t) })
+	if got, err := d2.Client.GetSandbox(ctx, sb.ID); err != nil || got.State != apitype.StatePaused {
+		t.Fatalf("after a restart the paused sandbox is %s (%s), %v; want paused", got.State, got.Reason, err)
+	}
+	if c, err := d2.Client.Run(ctx, sb.ID, apitype.CreateCommandRequest{Command: "echo back"}); err != nil || c.Stdout != "back\n" {
+		t.Errorf("command after the restart = %q, %v", c.Stdout, err)
+	}
+}

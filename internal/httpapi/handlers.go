@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"slices"
@@ -151,6 +152,24 @@ func (s *Server) handleDeleteSandbox() http.Handler {
 			return
 		}
 		w.WriteHeader(http.StatusNoContent)
+	})
+}
+
+// handleLifecycle runs a state change (pause, resume) and answers with
+// the sandbox.
+func (s *Server) handleLifecycle(change func(context.Context, string) error) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.PathValue("id")
+		if err := change(r.Context(), id); err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		sb, err := s.cfg.Sandboxes.Get(r.Context(), id)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		wire.Encode(w, http.StatusOK, s.toAPISandbox(sb))
 	})
 }
 

@@ -30,6 +30,8 @@ func (s *Server) routes() []route {
 		{"GET /v1/sandboxes", execution, s.handleListSandboxes()},
 		{"GET /v1/sandboxes/{id}", execution, s.handleGetSandbox()},
 		{"DELETE /v1/sandboxes/{id}", execution, s.handleDeleteSandbox()},
+		{"POST /v1/sandboxes/{id}/pause", execution, s.handleLifecycle(s.cfg.Sandboxes.Pause)},
+		{"POST /v1/sandboxes/{id}/resume", execution, s.handleLifecycle(s.cfg.Sandboxes.Resume)},
 
 		{"POST /v1/sandboxes/{id}/commands", execution, s.handleExec()},
 		{"GET /v1/sandboxes/{id}/commands", execution, s.handleListCommands()},

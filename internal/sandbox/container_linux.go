@@ -519,6 +519,16 @@ func (r *ContainerRuntime) List(ctx context.Context) ([]string, error) {
 	return ids, nil
 }
 
+// Pause freezes the sandbox's cgroup through the OCI runtime.
+func (r *ContainerRuntime) Pause(ctx context.Context, sb *Sandbox, l Layout) error {
+	return r.runtime(ctx, "pause", sb.ID)
+}
+
+// Resume thaws the sandbox's cgroup.
+func (r *ContainerRuntime) Resume(ctx context.Context, sb *Sandbox, l Layout) error {
+	return r.runtime(ctx, "resume", sb.ID)
+}
+
 // OOMKills reports how many processes the OOM killer ended in the
 // sandbox's cgroup.
 func (r *ContainerRuntime) OOMKills(id string) int {

@@ -430,13 +430,85 @@ func (m *Manager) Delete(ctx context.Context, id string) error {
 	return nil
 }
 
-// Agent returns the client of a running sandbox's agent.
+// Agent returns the client of a running sandbox's agent, resuming the
+// sandbox first if it is paused.
 func (m *Manager) Agent(ctx context.Context, id string) (*agent.Client, error) {
-	sb, err := m.store.GetSandbox(ctx, id)
+	sb, err := m.awake(ctx, id)
 	if err != nil {
 		return nil, err
 	}
 	return m.agentOf(sb)
+}
+
+// awake returns a sandbox's record, resuming it first if it is paused:
+// any call to a paused sandbox wakes it transparently.
+func (m *Manager) awake(ctx context.Context, id string) (*Sandbox, error) {
+	sb, err := m.store.GetSandbox(ctx, id)
+	if err != nil || sb.State != apitype.StatePaused {
+		return sb, err
+	}
+	if err := m.Resume(ctx, id); err != nil && !errcode.Is(err, errcode.Conflict) {
+		return nil, err
+	}
+	return m.store.GetSandbox(ctx, id)
+}
+
+// pauser is implemented by runtimes that can freeze a sandbox in place.
+type pauser interface {
+	Pause(ctx context.Context, sb *Sandbox, l Layout) error
+	Resume(ctx context.Context, sb *Sandbox, l Layout) error
+}
+
+// Pause freezes a running sandbox (its cgroup): processes keep their
+// memory and use no CPU. Pausing a paused sandbox is a no-op.
+func (m *Manager) Pause(ctx context.Context, id string) error {
+	unlock := m.lock(id)
+	defer unlock()
+	sb, err := m.store.GetSandbox(ctx, id)
+	if err != nil {
+		return err
+	}
+	switch sb.State {
+	case apitype.StatePaused:
+		return nil
+	case apitype.StateRunning:
+	default:
+		return errcode.WithReason(errcode.Conflict, "sandbox_not_running", "sandbox %s is %s", id, sb.State)
+	}
+	p, ok := m.runtimes[sb.Runtime].(pauser)
+	if !ok {
+		return errcode.WithReason(errcode.Unimplemented, "pause_unsupported",
+			"the %s runtime cannot pause sandboxes (it has no cgroup to freeze)", sb.Runtime)
+	}
+	if err := p.Pause(ctx, sb, LayoutFor(m.cfg.DataDir, id)); err != nil {
+		return errcode.Wrap(errcode.Unavailable, err, "pausing sandbox %s failed", id)
+	}
+	return m.store.SetSandboxState(ctx, id, apitype.StatePaused, "", sb.AgentPID)
+}
+
+// Resume thaws a paused sandbox. Resuming a running sandbox is a no-op.
+func (m *Manager) Resume(ctx context.Context, id string) error {
+	unlock := m.lock(id)
+	defer unlock()
+	sb, err := m.store.GetSandbox(ctx, id)
+	if err != nil {
+		return err
+	}
+	switch sb.State {
+	case apitype.StateRunning:
+		return nil
+	case apitype.StatePaused:
+	default:
+		return errcode.WithReason(errcode.Conflict, "sandbox_not_paused", "sandbox %s is %s", id, sb.State)
+	}
+	p, ok := m.runtimes[sb.Runtime].(pauser)
+	if !ok {
+		return errcode.WithReason(errcode.Unimplemented, "pause_unsupported", "the %s runtime cannot pause sandboxes", sb.Runtime)
+	}
+	if err := p.Resume(ctx, sb, LayoutFor(m.cfg.DataDir, id)); err != nil {
+		return errcode.Wrap(errcode.Unavailable, err, "resuming sandbox %s failed", id)
+	}
+	return m.store.SetSandboxState(ctx, id, apitype.StateRunning, "", sb.AgentPID)
 }
 
 func (m *Manager) agentOf(sb *Sandbox) (*agent.Client, error) {
@@ -493,7 +565,7 @@ func (m *Manager) Exec(ctx context.Context, sandboxID string, req ExecSpec, q ur
 	if err := m.ValidExec(&req); err != nil {
 		return nil, err
 	}
-	sb, err := m.store.GetSandbox(ctx, sandboxID)
+	sb, err := m.awake(ctx, sandboxID)
 	if err != nil {
 		return nil, err
 	}
@@ -601,8 +673,10 @@ func (m *Manager) watch(sandboxID string, c *agent.Client, id string) {
 				m.interrupt(m.bg, sandboxID, id, "agent lost the command")
 				return
 			}
-			// The agent is unreachable: stop when the sandbox is gone.
-			if sb, gerr := m.store.GetSandbox(m.bg, sandboxID); gerr != nil || sb.State != apitype.StateRunning {
+			// The agent is unreachable: stop when the sandbox is gone (a
+			// paused one comes back).
+			if sb, gerr := m.store.GetSandbox(m.bg, sandboxID); gerr != nil ||
+				(sb.State != apitype.StateRunning && sb.State != apitype.StatePaused) {
 				return
 			}
 			select {
@@ -641,7 +715,7 @@ func (m *Manager) interrupt(ctx context.Context, sandboxID, id, reason string) {
 // wait_ms, stdout_offset, stderr_offset, max_bytes and encoding. Commands
 // the agent no longer has come from the store, without output.
 func (m *Manager) Command(ctx context.Context, sandboxID, id string, q url.Values) (*CommandRecord, error) {
-	sb, err := m.store.GetSandbox(ctx, sandboxID)
+	sb, err := m.awake(ctx, sandboxID)
 	if err != nil {
 		return nil, err
 	}
@@ -662,7 +736,7 @@ func (m *Manager) Command(ctx context.Context, sandboxID, id string, q url.Value
 // Commands lists a sandbox's retained commands, newest first, with live
 // statuses from the agent where it has them.
 func (m *Manager) Commands(ctx context.Context, sandboxID string) ([]*CommandRecord, error) {
-	sb, err := m.store.GetSandbox(ctx, sandboxID)
+	sb, err := m.awake(ctx, sandboxID)
 	if err != nil {
 		return nil, err
 	}
@@ -707,7 +781,7 @@ func (m *Manager) Recover(ctx context.Context) error {
 			if err := m.store.DeleteSandbox(ctx, sb.ID); err != nil {
 				return err
 			}
-		case sb.Live():
+		case sb.Live() || sb.State == apitype.StatePaused:
 			if err := m.adopt(ctx, sb); err != nil {
 				return err
 			}
@@ -763,12 +837,15 @@ func (m *Manager) adopt(ctx context.Context, sb *Sandbox) error {
 	var c *agent.Client
 	if ok && rt.Alive(sb, l) {
 		c = agent.NewClient(l.Socket, sb.AgentToken)
-		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		_, err := c.Ping(pctx)
-		cancel()
-		if err != nil {
-			c.Close()
-			c = nil
+		// A paused agent is frozen and cannot answer; being alive is enough.
+		if sb.State != apitype.StatePaused {
+			pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			_, err := c.Ping(pctx)
+			cancel()
+			if err != nil {
+				c.Close()
+				c = nil
+			}
 		}
 	}
 	recs, err := m.store.ListCommands(ctx, sb.ID, m.cfg.MaxHistory+m.cfg.MaxCommands)
@@ -778,7 +855,7 @@ func (m *Manager) adopt(ctx context.Context, sb *Sandbox) error {
 	if c == nil {
 		return m.markLost(ctx, sb, recs)
 	}
-	if sb.State != apitype.StateRunning {
+	if sb.State != apitype.StateRunning && sb.State != apitype.StatePaused {
 		if err := m.store.SetSandboxState(ctx, sb.ID, apitype.StateRunning, "", sb.AgentPID); err != nil {
 			c.Close()
 			return err
@@ -797,6 +874,12 @@ func (m *Manager) adopt(ctx context.Context, sb *Sandbox) error {
 		if r.Status == apitype.CommandRunning {
 			m.watch(sb.ID, c, r.ID)
 		}
+	}
+	if sb.State == apitype.StatePaused {
+		// Its frozen agent cannot list commands now; the watchers resume
+		// when it thaws. (A command it started unrecorded just before a
+		// crash shows up in GET .../commands/{id} but not in the list.)
+		return nil
 	}
 	live, err := c.Commands(ctx)
 	if err != nil {
