@@ -42,6 +42,7 @@ func (a *app) sandboxCommand() *cobra.Command {
 	var env, labels []string
 	var asJSON bool
 	var res apitype.Resources
+	var lazy bool
 	create := &cobra.Command{
 		Use:   "create",
 		Short: "Create a sandbox and print its id",
@@ -59,7 +60,7 @@ func (a *app) sandboxCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			req := apitype.CreateSandboxRequest{Runtime: runtime, Name: name, Env: envMap, Labels: labelMap}
+			req := apitype.CreateSandboxRequest{Runtime: runtime, Name: name, Env: envMap, Labels: labelMap, Lazy: lazy}
 			if res != (apitype.Resources{}) {
 				req.Resources = &res
 			}
@@ -75,6 +76,7 @@ func (a *app) sandboxCommand() *cobra.Command {
 		},
 	}
 	create.Flags().StringVar(&runtime, "runtime", "", "runtime: container, gvisor or process (default: the daemon's)")
+	create.Flags().BoolVar(&lazy, "lazy", false, "record it now, start it at its first command or file call")
 	create.Flags().Float64Var(&res.CPUs, "cpus", 0, "CPUs (isolated runtimes; default: the daemon's)")
 	create.Flags().Int64Var(&res.MemoryMB, "memory-mb", 0, "memory limit in MiB (isolated runtimes)")
 	create.Flags().Int64Var(&res.Pids, "pids", 0, "process and thread limit (isolated runtimes)")

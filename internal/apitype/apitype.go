@@ -40,6 +40,9 @@ type CreateSandboxRequest struct {
 	Env       map[string]string `json:"env,omitempty"`
 	Labels    map[string]string `json:"labels,omitempty"`
 	Resources *Resources        `json:"resources,omitempty"`
+	// Lazy returns at once with a pending sandbox that has no compute; the
+	// first command or file call provisions it.
+	Lazy bool `json:"lazy,omitempty"`
 }
 
 // Resources bound an isolated sandbox (container, gvisor). Zero fields take

@@ -455,3 +455,75 @@ func TestPrintedPathsWork(t *testing.T) {
 		t.Errorf("ReadFile(%sx/sub/f): err = %v, want path_escapes_workspace", ws, err)
 	}
 }
+
+// TestLazySandbox: a lazy sandbox exists without compute until the first
+// call that needs it, which provisions it once however many arrive at
+// the same time.
+func TestLazySandbox(t *testing.T) {
+	t.Parallel()
+	d := testenv.StartDaemon(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	rt := testenv.Runtime()
+	sb, err := d.Client.CreateSandbox(ctx, apitype.CreateSandboxRequest{Runtime: rt, Lazy: true, Name: "lazy-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sb.State != apitype.StatePending {
+		t.Fatalf("lazy create: state %s, want pending", sb.State)
+	}
+	if pids := d.AgentPIDs(sb.ID); len(pids) > 0 {
+		t.Errorf("a pending sandbox runs agents %v", pids)
+	}
+	if _, err := os.Stat(filepath.Dir(d.HostWorkspace(sb.ID))); !os.IsNotExist(err) {
+		t.Errorf("a pending sandbox has a directory (stat: %v)", err)
+	}
+	if again, err := d.Client.CreateSandbox(ctx, apitype.CreateSandboxRequest{Runtime: rt, Lazy: true, Name: "lazy-1"}); err != nil || again.ID != sb.ID {
+		t.Errorf("get-or-create of a pending sandbox = %s, %v; want %s", again.ID, err, sb.ID)
+	}
+
+	var wg sync.WaitGroup
+	outs := make([]string, 5)
+	for i := range outs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, err := d.Client.Run(ctx, sb.ID, apitype.CreateCommandRequest{Command: "echo " + strconv.Itoa(i)})
+			if err != nil {
+				t.Errorf("first calls, %d: %v", i, err)
+			}
+			outs[i] = c.Stdout
+		}()
+	}
+	wg.Wait()
+	for i, out := range outs {
+		if out != strconv.Itoa(i)+"\n" {
+			t.Errorf("first calls, %d: stdout %q", i, out)
+		}
+	}
+	if got, _ := d.Client.GetSandbox(ctx, sb.ID); got.State != apitype.StateRunning {
+		t.Errorf("after its first calls the sandbox is %s, want running", got.State)
+	}
+	if pids := d.AgentPIDs(sb.ID); len(pids) != 1 {
+		t.Errorf("agents after concurrent first calls = %v, want exactly one", pids)
+	}
+
+	// A file call provisions too; a pending sandbox deletes cleanly.
+	other, err := d.Client.CreateSandbox(ctx, apitype.CreateSandboxRequest{Runtime: rt, Lazy: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Client.WriteFile(ctx, other.ID, "hello.txt", strings.NewReader("hi"), 0); err != nil {
+		t.Fatalf("upload to a pending sandbox: %v", err)
+	}
+	if c := run(t, d, other.ID, apitype.CreateCommandRequest{Command: "cat hello.txt"}); c.Stdout != "hi" {
+		t.Errorf("file written at provisioning = %q, want hi", c.Stdout)
+	}
+	third, err := d.Client.CreateSandbox(ctx, apitype.CreateSandboxRequest{Runtime: rt, Lazy: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Client.DeleteSandbox(ctx, third.ID); err != nil {
+		t.Errorf("deleting a pending sandbox: %v", err)
+	}
+}

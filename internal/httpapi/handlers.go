@@ -98,7 +98,7 @@ func (s *Server) handleCreateSandbox() http.Handler {
 			s.fail(w, r, err)
 			return
 		}
-		spec := sandbox.CreateSpec{Runtime: req.Runtime, Name: req.Name, Env: req.Env, Labels: req.Labels}
+		spec := sandbox.CreateSpec{Runtime: req.Runtime, Name: req.Name, Env: req.Env, Labels: req.Labels, Lazy: req.Lazy}
 		if req.Resources != nil {
 			spec.Resources = sandbox.Resources(*req.Resources)
 		}

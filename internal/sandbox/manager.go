@@ -155,6 +155,9 @@ type CreateSpec struct {
 	Env       map[string]string
 	Labels    map[string]string
 	Resources Resources // zero fields take DefaultResources (isolated runtimes)
+	// Lazy records the sandbox without compute (state pending); the first
+	// call that needs it (a command, a file) provisions it.
+	Lazy bool
 }
 
 var (
@@ -271,6 +274,9 @@ func (m *Manager) Create(ctx context.Context, spec CreateSpec) (sb *Sandbox, cre
 		ID: ident.New("sbx_"), Name: spec.Name, Runtime: rt.Name(), State: apitype.StateStarting,
 		Env: spec.Env, Labels: spec.Labels, AgentToken: ident.Token("agt_"), CreatedAt: now, UpdatedAt: now,
 	}
+	if spec.Lazy {
+		sb.State = apitype.StatePending
+	}
 	if rt.Isolated() {
 		sb.Resources = spec.Resources.withDefaults()
 	} else if spec.Resources != (Resources{}) {
@@ -284,6 +290,9 @@ func (m *Manager) Create(ctx context.Context, spec CreateSpec) (sb *Sandbox, cre
 		}
 		return nil, false, err
 	}
+	if spec.Lazy {
+		return sb, true, nil
+	}
 	unlock := m.lock(sb.ID)
 	defer unlock()
 	if err := m.start(ctx, sb, rt); err != nil {
@@ -295,6 +304,31 @@ func (m *Manager) Create(ctx context.Context, spec CreateSpec) (sb *Sandbox, cre
 		return nil, false, err
 	}
 	return sb, true, nil
+}
+
+// provision starts a pending (lazy) sandbox. Concurrent first calls start
+// it once. A failed start leaves it pending, with nothing behind, for the
+// next call to try again.
+func (m *Manager) provision(ctx context.Context, id string) error {
+	unlock := m.lock(id)
+	defer unlock()
+	sb, err := m.store.GetSandbox(ctx, id)
+	if err != nil || sb.State != apitype.StatePending {
+		return err // gone, or provisioned by a concurrent call
+	}
+	rt, ok := m.runtimes[sb.Runtime]
+	if !ok {
+		return errcode.WithReason(errcode.Unavailable, "runtime_unknown", "runtime %q is gone", sb.Runtime)
+	}
+	if err := rt.Available(); err != nil {
+		return err
+	}
+	if err := m.start(ctx, sb, rt); err != nil {
+		m.teardown(context.WithoutCancel(ctx), sb)
+		return err
+	}
+	m.log.InfoContext(ctx, "lazy sandbox provisioned", "sandbox_id", id)
+	return nil
 }
 
 func (m *Manager) insertWithinLimit(ctx context.Context, sb *Sandbox) error {
@@ -444,11 +478,20 @@ func (m *Manager) Agent(ctx context.Context, id string) (*agent.Client, error) {
 // any call to a paused sandbox wakes it transparently.
 func (m *Manager) awake(ctx context.Context, id string) (*Sandbox, error) {
 	sb, err := m.store.GetSandbox(ctx, id)
-	if err != nil || sb.State != apitype.StatePaused {
-		return sb, err
-	}
-	if err := m.Resume(ctx, id); err != nil && !errcode.Is(err, errcode.Conflict) {
+	if err != nil {
 		return nil, err
+	}
+	switch sb.State {
+	case apitype.StatePaused:
+		if err := m.Resume(ctx, id); err != nil && !errcode.Is(err, errcode.Conflict) {
+			return nil, err
+		}
+	case apitype.StatePending:
+		if err := m.provision(ctx, id); err != nil {
+			return nil, err
+		}
+	default:
+		return sb, nil
 	}
 	return m.store.GetSandbox(ctx, id)
 }
