@@ -720,3 +720,40 @@ func p50F(xs []float64) float64 {
 	s := slices.Sorted(slices.Values(xs))
 	return s[(len(s)+1)/2-1]
 }
+
+// BenchmarkPauseResume measures pausing and resuming a running isolated
+// sandbox through the API (the daemon runs the OCI runtime's pause and
+// resume). The summary line reports pause with resume, measured in the
+// same run, in the column of the floor. Target: each <= 10 ms.
+func BenchmarkPauseResume(b *testing.B) {
+	d := testenv.StartDaemon(b, nil)
+	for _, rt := range isolatedRuntimes {
+		b.Run(rt.name, func(b *testing.B) {
+			needIsolated(b, d, rt.name)
+			c := d.Client
+			ctx := context.Background()
+			sb, err := c.CreateSandbox(ctx, apitype.CreateSandboxRequest{Runtime: rt.name})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer c.DeleteSandbox(ctx, sb.ID)
+			n := min(b.N, 200)
+			var pauses, resumes []time.Duration
+			b.ResetTimer()
+			for range n {
+				start := time.Now()
+				if _, err := c.PauseSandbox(ctx, sb.ID); err != nil {
+					b.Fatal(err)
+				}
+				pauses = append(pauses, time.Since(start))
+				start = time.Now()
+				if _, err := c.ResumeSandbox(ctx, sb.ID); err != nil {
+					b.Fatal(err)
+				}
+				resumes = append(resumes, time.Since(start))
+			}
+			b.StopTimer()
+			report(b, rt.name+" pause", pauses, "(not a floor) "+rt.name+" resume", resumes, "each <= 10ms")
+		})
+	}
+}
