@@ -170,6 +170,14 @@ func (c *Client) ResumeSandbox(ctx context.Context, id string) (apitype.Sandbox,
 	return out, err
 }
 
+// HibernateSandbox stops a sandbox's processes and keeps its files; any
+// later call to it wakes it.
+func (c *Client) HibernateSandbox(ctx context.Context, id string) (apitype.Sandbox, error) {
+	var out apitype.Sandbox
+	err := c.doJSON(ctx, http.MethodPost, sbPath(id, "hibernate"), nil, nil, &out)
+	return out, err
+}
+
 // Exec starts a command and returns its record (status running, or failed
 // when it could not start).
 func (c *Client) Exec(ctx context.Context, sandboxID string, req apitype.CreateCommandRequest) (apitype.Command, error) {

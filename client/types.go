@@ -47,9 +47,10 @@ const (
 
 // Sandbox states and command statuses.
 const (
-	StateRunning = apitype.StateRunning
-	StatePaused  = apitype.StatePaused
-	StateFailed  = apitype.StateFailed
+	StateRunning    = apitype.StateRunning
+	StatePaused     = apitype.StatePaused
+	StateHibernated = apitype.StateHibernated
+	StateFailed     = apitype.StateFailed
 
 	CommandRunning     = apitype.CommandRunning
 	CommandExited      = apitype.CommandExited

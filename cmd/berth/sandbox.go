@@ -43,6 +43,7 @@ func (a *app) sandboxCommand() *cobra.Command {
 	var asJSON bool
 	var res apitype.Resources
 	var lazy bool
+	var pauseAfter, hibernateAfter, deleteAfter time.Duration
 	create := &cobra.Command{
 		Use:   "create",
 		Short: "Create a sandbox and print its id",
@@ -64,6 +65,10 @@ func (a *app) sandboxCommand() *cobra.Command {
 			if res != (apitype.Resources{}) {
 				req.Resources = &res
 			}
+			if f := cmd.Flags(); f.Changed("pause-after") || f.Changed("hibernate-after") || f.Changed("delete-after") {
+				req.Idle = &apitype.Idle{PauseAfterMS: pauseAfter.Milliseconds(),
+					HibernateAfterMS: hibernateAfter.Milliseconds(), DeleteAfterMS: deleteAfter.Milliseconds()}
+			}
 			sb, err := c.CreateSandbox(cmd.Context(), req)
 			if err != nil {
 				return err
@@ -77,6 +82,9 @@ func (a *app) sandboxCommand() *cobra.Command {
 	}
 	create.Flags().StringVar(&runtime, "runtime", "", "runtime: container, gvisor or process (default: the daemon's)")
 	create.Flags().BoolVar(&lazy, "lazy", false, "record it now, start it at its first command or file call")
+	create.Flags().DurationVar(&pauseAfter, "pause-after", 10*time.Minute, "pause when unused this long (0: never; isolated runtimes)")
+	create.Flags().DurationVar(&hibernateAfter, "hibernate-after", time.Hour, "hibernate when unused this long (0: never)")
+	create.Flags().DurationVar(&deleteAfter, "delete-after", 0, "delete when unused this long (0: never)")
 	create.Flags().Float64Var(&res.CPUs, "cpus", 0, "CPUs (isolated runtimes; default: the daemon's)")
 	create.Flags().Int64Var(&res.MemoryMB, "memory-mb", 0, "memory limit in MiB (isolated runtimes)")
 	create.Flags().Int64Var(&res.Pids, "pids", 0, "process and thread limit (isolated runtimes)")
@@ -177,6 +185,7 @@ func (a *app) sandboxCommand() *cobra.Command {
 	}
 	pause := lifecycle("pause", "Freeze sandboxes (memory kept, no CPU; any call resumes them)", (*client.Client).PauseSandbox)
 	resume := lifecycle("resume", "Thaw paused sandboxes", (*client.Client).ResumeSandbox)
-	cmd.AddCommand(create, ls, get, rm, pause, resume)
+	hibernate := lifecycle("hibernate", "Stop sandboxes' processes and keep their files (any call wakes them)", (*client.Client).HibernateSandbox)
+	cmd.AddCommand(create, ls, get, rm, pause, resume, hibernate)
 	return cmd
 }

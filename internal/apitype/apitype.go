@@ -27,7 +27,8 @@ const (
 	StatePending    = "pending"
 	StateStarting   = "starting"
 	StateRunning    = "running"
-	StatePaused     = "paused" // frozen: memory kept, no CPU; any call resumes it
+	StatePaused     = "paused"     // frozen: memory kept, no CPU; any call resumes it
+	StateHibernated = "hibernated" // stopped, files kept; any call wakes it
 	StateStopping   = "stopping"
 	StateTerminated = "terminated"
 	StateFailed     = "failed"
@@ -43,6 +44,17 @@ type CreateSandboxRequest struct {
 	// Lazy returns at once with a pending sandbox that has no compute; the
 	// first command or file call provisions it.
 	Lazy bool `json:"lazy,omitempty"`
+	// Idle overrides the daemon's idle policy for this sandbox.
+	Idle *Idle `json:"idle,omitempty"`
+}
+
+// Idle is a sandbox's idle policy: after how long without use (no API call
+// touching it, no command running) it is paused (isolated runtimes),
+// hibernated and deleted. 0 disables a step.
+type Idle struct {
+	PauseAfterMS     int64 `json:"pause_after_ms"`
+	HibernateAfterMS int64 `json:"hibernate_after_ms"`
+	DeleteAfterMS    int64 `json:"delete_after_ms"`
 }
 
 // Resources bound an isolated sandbox (container, gvisor). Zero fields take
@@ -65,6 +77,7 @@ type Sandbox struct {
 	Labels    map[string]string `json:"labels,omitempty"`
 	EnvKeys   []string          `json:"env_keys,omitempty"`
 	Resources *Resources        `json:"resources,omitempty"`
+	Idle      Idle              `json:"idle"`
 	Workspace string            `json:"workspace"`
 	CreatedAt time.Time         `json:"created_at"`
 	UpdatedAt time.Time         `json:"updated_at"`

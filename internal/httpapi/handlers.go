@@ -76,7 +76,7 @@ func (s *Server) handleSystem() http.Handler {
 func (s *Server) toAPISandbox(sb *sandbox.Sandbox) apitype.Sandbox {
 	out := apitype.Sandbox{
 		ID: sb.ID, Name: sb.Name, Runtime: sb.Runtime, State: sb.State, Reason: sb.Reason,
-		Labels: sb.Labels, CreatedAt: sb.CreatedAt, UpdatedAt: sb.UpdatedAt,
+		Labels: sb.Labels, CreatedAt: sb.CreatedAt, UpdatedAt: sb.UpdatedAt, Idle: apitype.Idle(sb.Idle),
 		Workspace: sandbox.LayoutFor(s.cfg.DataDir, sb.ID).Workspace,
 	}
 	for k := range sb.Env {
@@ -101,6 +101,10 @@ func (s *Server) handleCreateSandbox() http.Handler {
 		spec := sandbox.CreateSpec{Runtime: req.Runtime, Name: req.Name, Env: req.Env, Labels: req.Labels, Lazy: req.Lazy}
 		if req.Resources != nil {
 			spec.Resources = sandbox.Resources(*req.Resources)
+		}
+		if req.Idle != nil {
+			idle := sandbox.IdlePolicy(*req.Idle)
+			spec.Idle = &idle
 		}
 		sb, created, err := s.cfg.Sandboxes.Create(r.Context(), spec)
 		if err != nil {

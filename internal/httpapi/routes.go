@@ -32,6 +32,7 @@ func (s *Server) routes() []route {
 		{"DELETE /v1/sandboxes/{id}", execution, s.handleDeleteSandbox()},
 		{"POST /v1/sandboxes/{id}/pause", execution, s.handleLifecycle(s.cfg.Sandboxes.Pause)},
 		{"POST /v1/sandboxes/{id}/resume", execution, s.handleLifecycle(s.cfg.Sandboxes.Resume)},
+		{"POST /v1/sandboxes/{id}/hibernate", execution, s.handleLifecycle(s.cfg.Sandboxes.Hibernate)},
 
 		{"POST /v1/sandboxes/{id}/commands", execution, s.handleExec()},
 		{"GET /v1/sandboxes/{id}/commands", execution, s.handleListCommands()},

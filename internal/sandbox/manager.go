@@ -64,6 +64,8 @@ type Manager struct {
 	locks    map[string]*sync.Mutex   // lifecycle locks by sandbox ID
 	watching map[string]bool          // command IDs with a watcher
 	oomBase  map[string]int           // OOM kill count of a command's sandbox when it started
+	lastUse  map[string]time.Time     // when each sandbox was last used, for idle policies
+	busy     map[string]int           // running commands being watched, by sandbox
 }
 
 // NewManager returns a Manager over store with the given runtimes.
@@ -100,6 +102,8 @@ func NewManager(cfg Config, store Store, runtimes ...Runtime) *Manager {
 		locks:    make(map[string]*sync.Mutex),
 		watching: make(map[string]bool),
 		oomBase:  make(map[string]int),
+		lastUse:  make(map[string]time.Time),
+		busy:     make(map[string]int),
 	}
 	for _, rt := range runtimes {
 		m.runtimes[rt.Name()] = rt
@@ -158,6 +162,8 @@ type CreateSpec struct {
 	// Lazy records the sandbox without compute (state pending); the first
 	// call that needs it (a command, a file) provisions it.
 	Lazy bool
+	// Idle is the sandbox's idle policy; nil takes DefaultIdle.
+	Idle *IdlePolicy
 }
 
 var (
@@ -206,6 +212,15 @@ func (s *CreateSpec) Valid() map[string]string {
 	for k, v := range s.Labels {
 		if k == "" || len(k) > maxLabelBytes || len(v) > maxLabelBytes {
 			p["labels."+k] = fmt.Sprintf("keys and values are 1-%d bytes", maxLabelBytes)
+		}
+	}
+	if i := s.Idle; i != nil {
+		const maxIdle = 30 * 24 * 60 * 60 * 1000 // 30 days
+		for name, v := range map[string]int64{"idle.pause_after_ms": i.PauseAfterMS,
+			"idle.hibernate_after_ms": i.HibernateAfterMS, "idle.delete_after_ms": i.DeleteAfterMS} {
+			if v < 0 || v > maxIdle {
+				p[name] = fmt.Sprintf("must be between 0 (never) and %d (30 days)", int64(maxIdle))
+			}
 		}
 	}
 	r, m := s.Resources, MaxResources
@@ -276,6 +291,10 @@ func (m *Manager) Create(ctx context.Context, spec CreateSpec) (sb *Sandbox, cre
 	}
 	if spec.Lazy {
 		sb.State = apitype.StatePending
+	}
+	sb.Idle = DefaultIdle
+	if spec.Idle != nil {
+		sb.Idle = *spec.Idle
 	}
 	if rt.Isolated() {
 		sb.Resources = spec.Resources.withDefaults()
@@ -460,6 +479,7 @@ func (m *Manager) Delete(ctx context.Context, id string) error {
 	}
 	m.mu.Lock()
 	delete(m.locks, id)
+	delete(m.lastUse, id)
 	m.mu.Unlock()
 	return nil
 }
@@ -481,7 +501,12 @@ func (m *Manager) awake(ctx context.Context, id string) (*Sandbox, error) {
 	if err != nil {
 		return nil, err
 	}
+	m.touch(id)
 	switch sb.State {
+	case apitype.StateHibernated:
+		if err := m.wake(ctx, id); err != nil {
+			return nil, err
+		}
 	case apitype.StatePaused:
 		if err := m.Resume(ctx, id); err != nil && !errcode.Is(err, errcode.Conflict) {
 			return nil, err
@@ -494,6 +519,121 @@ func (m *Manager) awake(ctx context.Context, id string) (*Sandbox, error) {
 		return sb, nil
 	}
 	return m.store.GetSandbox(ctx, id)
+}
+
+// Hibernate stops a sandbox's processes and keeps its files (root layer,
+// workspace): it uses no memory or CPU until the next call wakes it.
+// Commands that were running become interrupted; they are never replayed.
+func (m *Manager) Hibernate(ctx context.Context, id string) error {
+	unlock := m.lock(id)
+	defer unlock()
+	sb, err := m.store.GetSandbox(ctx, id)
+	if err != nil {
+		return err
+	}
+	switch sb.State {
+	case apitype.StateHibernated:
+		return nil
+	case apitype.StateRunning, apitype.StatePaused:
+	default:
+		return errcode.WithReason(errcode.Conflict, "sandbox_not_running", "sandbox %s is %s", id, sb.State)
+	}
+	m.mu.Lock()
+	if c, ok := m.agents[id]; ok {
+		c.Close()
+		delete(m.agents, id)
+	}
+	m.mu.Unlock()
+	rt, ok := m.runtimes[sb.Runtime]
+	if !ok {
+		return errcode.WithReason(errcode.Unavailable, "runtime_unknown", "runtime %q is gone", sb.Runtime)
+	}
+	// Stop ends every process and releases mounts; the files stay.
+	if err := rt.Stop(ctx, sb, LayoutFor(m.cfg.DataDir, id)); err != nil {
+		return errcode.Wrap(errcode.Unavailable, err, "hibernating sandbox %s failed", id)
+	}
+	recs, err := m.store.ListCommands(ctx, id, m.cfg.MaxHistory+m.cfg.MaxCommands)
+	if err != nil {
+		return err
+	}
+	for _, r := range recs {
+		if r.Status == apitype.CommandRunning {
+			m.interrupt(ctx, id, r.ID, "sandbox hibernated")
+		}
+	}
+	return m.store.SetSandboxState(ctx, id, apitype.StateHibernated, "", 0)
+}
+
+// wake starts a hibernated sandbox again on its kept files.
+func (m *Manager) wake(ctx context.Context, id string) error {
+	unlock := m.lock(id)
+	defer unlock()
+	sb, err := m.store.GetSandbox(ctx, id)
+	if err != nil || sb.State != apitype.StateHibernated {
+		return err // gone, or woken by a concurrent call
+	}
+	rt, ok := m.runtimes[sb.Runtime]
+	if !ok {
+		return errcode.WithReason(errcode.Unavailable, "runtime_unknown", "runtime %q is gone", sb.Runtime)
+	}
+	if err := m.start(ctx, sb, rt); err != nil {
+		// Release what the failed start took, keep the files.
+		_ = rt.Stop(context.WithoutCancel(ctx), sb, LayoutFor(m.cfg.DataDir, id))
+		return err
+	}
+	m.log.InfoContext(ctx, "sandbox woken", "sandbox_id", id)
+	return nil
+}
+
+// touch records that a sandbox was used now.
+func (m *Manager) touch(id string) {
+	m.mu.Lock()
+	m.lastUse[id] = time.Now()
+	m.mu.Unlock()
+}
+
+// reapIdle applies every sandbox's idle policy: pause, then hibernate,
+// then delete, by how long it has gone unused. A sandbox with a command
+// running is in use. Use is tracked in memory: a daemon restart counts as
+// use of every sandbox.
+func (m *Manager) reapIdle(ctx context.Context) {
+	all, err := m.store.ListSandboxes(ctx)
+	if err != nil {
+		return
+	}
+	now := time.Now()
+	for _, sb := range all {
+		m.mu.Lock()
+		last, seen := m.lastUse[sb.ID]
+		if !seen {
+			m.lastUse[sb.ID] = now
+		}
+		busy := m.busy[sb.ID] > 0
+		m.mu.Unlock()
+		if !seen || busy {
+			continue
+		}
+		idle := now.Sub(last).Milliseconds()
+		p := sb.Idle
+		var err error
+		switch {
+		case p.DeleteAfterMS > 0 && idle >= p.DeleteAfterMS && sb.State != apitype.StateStopping:
+			m.log.InfoContext(ctx, "deleting idle sandbox", "sandbox_id", sb.ID, "idle_ms", idle)
+			err = m.Delete(ctx, sb.ID)
+		case p.HibernateAfterMS > 0 && idle >= p.HibernateAfterMS &&
+			(sb.State == apitype.StateRunning || sb.State == apitype.StatePaused):
+			m.log.InfoContext(ctx, "hibernating idle sandbox", "sandbox_id", sb.ID, "idle_ms", idle)
+			err = m.Hibernate(ctx, sb.ID)
+		case p.PauseAfterMS > 0 && idle >= p.PauseAfterMS && sb.State == apitype.StateRunning:
+			if _, ok := m.runtimes[sb.Runtime].(pauser); ok {
+				m.log.InfoContext(ctx, "pausing idle sandbox", "sandbox_id", sb.ID, "idle_ms", idle)
+				err = m.Pause(ctx, sb.ID)
+			}
+		}
+		if err != nil && ctx.Err() == nil && !errcode.Is(err, errcode.NotFound) {
+			m.log.ErrorContext(ctx, "applying idle policy", "sandbox_id", sb.ID, "err", err)
+		}
+	}
 }
 
 // pauser is implemented by runtimes that can freeze a sandbox in place.
@@ -685,6 +825,7 @@ func (m *Manager) watch(sandboxID string, c *agent.Client, id string) {
 		return
 	}
 	m.watching[id] = true
+	m.busy[sandboxID]++
 	m.mu.Unlock()
 	m.wg.Add(1)
 	go func() {
@@ -693,6 +834,10 @@ func (m *Manager) watch(sandboxID string, c *agent.Client, id string) {
 			m.mu.Lock()
 			delete(m.watching, id)
 			delete(m.oomBase, id)
+			if m.busy[sandboxID]--; m.busy[sandboxID] <= 0 {
+				delete(m.busy, sandboxID)
+			}
+			m.lastUse[sandboxID] = time.Now() // a command ending is use
 			m.mu.Unlock()
 		}()
 		q := url.Values{"wait_ms": {fmt.Sprint(agent.MaxWait.Milliseconds())}, "max_bytes": {"0"}}
@@ -986,6 +1131,7 @@ func (m *Manager) Run(ctx context.Context) error {
 			return nil
 		case <-t.C:
 			m.checkAgents(ctx)
+			m.reapIdle(ctx)
 		}
 	}
 }

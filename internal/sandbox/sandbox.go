@@ -18,6 +18,8 @@ type Sandbox struct {
 	Labels  map[string]string
 	// Resources are the limits of isolated runtimes (zero for process).
 	Resources Resources
+	// Idle is what happens to the sandbox when nobody uses it.
+	Idle IdlePolicy
 	// UID is the unprivileged host uid an isolated sandbox runs as, unique
 	// among live sandboxes; 0 for the process runtime.
 	UID int
@@ -39,6 +41,19 @@ type Resources struct {
 	Pids     int64   `json:"pids,omitempty"`
 	DiskMB   int64   `json:"disk_mb,omitempty"`
 }
+
+// IdlePolicy says how long a sandbox may go unused (no API call touching
+// it, no command running) before it is paused (isolated runtimes only),
+// hibernated and deleted. Zero disables a step. Durations in milliseconds.
+type IdlePolicy struct {
+	PauseAfterMS     int64 `json:"pause_after_ms,omitempty"`
+	HibernateAfterMS int64 `json:"hibernate_after_ms,omitempty"`
+	DeleteAfterMS    int64 `json:"delete_after_ms,omitempty"`
+}
+
+// DefaultIdle is the idle policy of sandboxes that state none: pause after
+// 10 minutes, hibernate after an hour, never delete.
+var DefaultIdle = IdlePolicy{PauseAfterMS: 10 * 60 * 1000, HibernateAfterMS: 60 * 60 * 1000}
 
 // Sandbox defaults and maxima for isolated runtimes.
 var (

@@ -26,10 +26,10 @@ func mustJSON(v any) string {
 // CreateSandbox inserts a sandbox.
 func (db *DB) CreateSandbox(ctx context.Context, sb *sandbox.Sandbox) error {
 	_, err := db.w.ExecContext(ctx, `INSERT INTO sandboxes
-		(id, name, runtime, state, reason, env, labels, agent_pid, agent_token, created_at, updated_at, resources, uid)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
+		(id, name, runtime, state, reason, env, labels, agent_pid, agent_token, created_at, updated_at, resources, uid, idle)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
 		sb.ID, nullString(sb.Name), sb.Runtime, sb.State, sb.Reason, mustJSON(sb.Env), mustJSON(sb.Labels),
-		sb.AgentPID, sb.AgentToken, formatTime(sb.CreatedAt), formatTime(sb.UpdatedAt), mustJSON(sb.Resources), sb.UID)
+		sb.AgentPID, sb.AgentToken, formatTime(sb.CreatedAt), formatTime(sb.UpdatedAt), mustJSON(sb.Resources), sb.UID, mustJSON(sb.Idle))
 	if isUnique(err) {
 		return errcode.WithReason(errcode.Conflict, "name_taken", "a sandbox named %q exists", sb.Name)
 	}
@@ -37,17 +37,18 @@ func (db *DB) CreateSandbox(ctx context.Context, sb *sandbox.Sandbox) error {
 }
 
 const sandboxColumns = `id, name, runtime, state, reason, env, labels, agent_pid, agent_token, created_at, updated_at,
-	resources, uid`
+	resources, uid, idle`
 
 func scanSandbox(row interface{ Scan(...any) error }) (*sandbox.Sandbox, error) {
 	var sb sandbox.Sandbox
 	var name sql.NullString
-	var env, labels, created, updated, resources string
+	var env, labels, created, updated, resources, idle string
 	if err := row.Scan(&sb.ID, &name, &sb.Runtime, &sb.State, &sb.Reason, &env, &labels,
-		&sb.AgentPID, &sb.AgentToken, &created, &updated, &resources, &sb.UID); err != nil {
+		&sb.AgentPID, &sb.AgentToken, &created, &updated, &resources, &sb.UID, &idle); err != nil {
 		return nil, err
 	}
 	_ = json.Unmarshal([]byte(resources), &sb.Resources)
+	_ = json.Unmarshal([]byte(idle), &sb.Idle)
 	sb.Name = name.String
 	_ = json.Unmarshal([]byte(env), &sb.Env)
 	_ = json.Unmarshal([]byte(labels), &sb.Labels)
