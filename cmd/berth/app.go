@@ -89,6 +89,7 @@ func (a *app) rootCommand() *cobra.Command {
 		a.agentCommand(),
 		a.sandboxCommand(),
 		a.execCommand(),
+		a.shellCommand(),
 		a.fsCommand(),
 		a.keysCommand(),
 		a.doctorCommand(),

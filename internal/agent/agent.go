@@ -47,7 +47,11 @@ type Config struct {
 	MaxUpload   int64
 	MaxDownload int64
 	KillGrace   time.Duration
-	Logger      *slog.Logger
+	// TerminalBuffer is each terminal's replay buffer, in bytes;
+	// MaxTerminals bounds the running terminals (and the exited ones kept).
+	TerminalBuffer int
+	MaxTerminals   int
+	Logger         *slog.Logger
 	// Ready, if set, is closed (after a line is written to it) once the
 	// agent is listening.
 	Ready *os.File
@@ -78,11 +82,13 @@ type Agent struct {
 	stop func()         // ends Run; set by Run
 
 	// mu guards the fields below.
-	mu      sync.Mutex
-	cmds    map[string]*command
-	order   []string // command IDs, oldest first
-	running int
-	closing bool
+	mu        sync.Mutex
+	cmds      map[string]*command
+	order     []string // command IDs, oldest first
+	running   int
+	closing   bool
+	terms     map[string]*terminal
+	termOrder []string // terminal IDs, oldest first
 }
 
 // New prepares an agent: it opens the workspace root and reloads the
@@ -107,6 +113,12 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.KillGrace <= 0 {
 		cfg.KillGrace = DefaultKillGrace
 	}
+	if cfg.TerminalBuffer <= 0 {
+		cfg.TerminalBuffer = DefaultTerminalBuffer
+	}
+	if cfg.MaxTerminals <= 0 {
+		cfg.MaxTerminals = DefaultMaxTerminals
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -117,7 +129,7 @@ func New(cfg Config) (*Agent, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening workspace: %w", err)
 	}
-	a := &Agent{cfg: cfg, log: cfg.Logger, root: root, cmds: make(map[string]*command),
+	a := &Agent{cfg: cfg, log: cfg.Logger, root: root, cmds: make(map[string]*command), terms: make(map[string]*terminal),
 		rootConfines: rootConfines(cfg.StateDir)}
 	if !a.rootConfines {
 		a.log.Warn("os.Root does not confine links here; resolving them in the agent")
@@ -243,8 +255,8 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 }
 
-// shutdown kills every command and every process the agent inherited, and
-// waits for them.
+// shutdown kills every command, every terminal and every process the agent
+// inherited, and waits for them.
 func (a *Agent) shutdown() {
 	a.mu.Lock()
 	a.closing = true
@@ -267,6 +279,7 @@ func (a *Agent) shutdown() {
 			_ = syscall.Kill(-pgid, syscall.SIGKILL)
 		}
 	}
+	a.killTerminals()
 	a.killOrphans()
 	a.wg.Wait()
 }
@@ -314,6 +327,13 @@ func (a *Agent) Handler() http.Handler {
 	mux.HandleFunc("POST /v1/files/mkdir", a.handleMkdir)
 	mux.HandleFunc("POST /v1/files/move", a.handleMove)
 	mux.HandleFunc("DELETE /v1/files", a.handleRemove)
+	mux.HandleFunc("POST /v1/terminals", a.handleCreateTerminal)
+	mux.HandleFunc("GET /v1/terminals", a.handleListTerminals)
+	mux.HandleFunc("GET /v1/terminals/{tid}/output", a.handleTerminalOutput)
+	mux.HandleFunc("POST /v1/terminals/{tid}/input", a.handleTerminalInput)
+	mux.HandleFunc("POST /v1/terminals/{tid}/resize", a.handleTerminalResize)
+	mux.HandleFunc("DELETE /v1/terminals/{tid}", a.handleDeleteTerminal)
+	mux.HandleFunc("GET /v1/terminals/{tid}/ws", a.handleTerminalWS)
 	return a.authenticate(mux)
 }
 
@@ -393,6 +413,7 @@ func (a *Agent) commandPIDs() map[int]bool {
 			pids[c.pgid] = true
 		}
 	}
+	a.terminalPIDsLocked(pids)
 	return pids
 }
 

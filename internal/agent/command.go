@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -263,12 +264,13 @@ func encodeOutput(b []byte, b64 bool) string {
 	return string(b)
 }
 
-func copyOut(o *output, r *os.File) {
+// copyOut copies r to w until r fails (EOF included). w never fails.
+func copyOut(w io.Writer, r *os.File) {
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := r.Read(buf)
 		if n > 0 {
-			o.Write(buf[:n])
+			_, _ = w.Write(buf[:n])
 		}
 		if err != nil {
 			return

@@ -30,3 +30,10 @@ func resetOOMScore(pid int) {
 func commandAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 }
+
+// terminalAttr starts a terminal's process in a session of its own with the
+// PTY (its standard input) as controlling terminal, and kills it if the
+// agent dies.
+func terminalAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0, Pdeathsig: syscall.SIGKILL}
+}

@@ -10,4 +10,6 @@ func becomeSubreaper() {}
 
 func commandAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }
 
+func terminalAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setsid: true, Setctty: true} }
+
 func resetOOMScore(int) {}

@@ -139,7 +139,7 @@ func routeTable(t *testing.T) []httpapi.Route {
 
 // fillPath fills rt's path parameters with sandboxID and commandID, or
 // with well-formed IDs of nothing when they are "". Key routes get a key
-// ID.
+// ID, terminal routes a terminal ID made from commandID.
 func fillPath(t *testing.T, rt httpapi.Route, sandboxID, commandID string) string {
 	t.Helper()
 	if sandboxID == "" {
@@ -152,7 +152,13 @@ func fillPath(t *testing.T, rt httpapi.Route, sandboxID, commandID string) strin
 	if strings.HasPrefix(rt.Path, "/v1/keys/") {
 		id = ident.New("key_")
 	}
-	p := strings.NewReplacer("{id}", id, "{cid}", commandID).Replace(rt.Path)
+	// Terminal routes get a terminal ID in the same shape as commandID, so
+	// hostile IDs reach them too.
+	terminalID := "term_" + strings.TrimPrefix(commandID, "cmd_")
+	if !strings.HasPrefix(commandID, "cmd_") {
+		terminalID = commandID
+	}
+	p := strings.NewReplacer("{id}", id, "{cid}", commandID, "{tid}", terminalID).Replace(rt.Path)
 	if strings.ContainsAny(p, "{}") {
 		t.Fatalf("route %s %s has a path parameter this test does not fill; teach fillPath about it", rt.Method, rt.Path)
 	}
@@ -639,6 +645,11 @@ func TestAPIBodyCap(t *testing.T) {
 		{"stdin chunked", "POST", "/v1/sandboxes/" + sb.ID + "/commands/" + ident.New("cmd_") + "/stdin", chunked, partialChunks(sent)},
 		{"move", "POST", "/v1/sandboxes/" + sb.ID + "/files/move", length, partialBody(sent)},
 		{"stdin", "POST", "/v1/sandboxes/" + sb.ID + "/commands/" + ident.New("cmd_") + "/stdin", length, partialBody(sent)},
+		{"create terminal", "POST", "/v1/sandboxes/" + sb.ID + "/terminals", length, partialBody(sent)},
+		{"create terminal chunked", "POST", "/v1/sandboxes/" + sb.ID + "/terminals", chunked, partialChunks(sent)},
+		{"terminal input", "POST", "/v1/sandboxes/" + sb.ID + "/terminals/" + ident.New("term_") + "/input", length, partialBody(sent)},
+		{"terminal input chunked", "POST", "/v1/sandboxes/" + sb.ID + "/terminals/" + ident.New("term_") + "/input", chunked, partialChunks(sent)},
+		{"terminal resize", "POST", "/v1/sandboxes/" + sb.ID + "/terminals/" + ident.New("term_") + "/resize", length, partialBody(sent)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

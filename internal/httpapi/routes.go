@@ -48,6 +48,14 @@ func (s *Server) routes() []route {
 		{"POST /v1/sandboxes/{id}/files/mkdir", execution, s.proxyToAgent("/v1/files/mkdir", maxJSON)},
 		{"POST /v1/sandboxes/{id}/files/move", execution, s.proxyToAgent("/v1/files/move", maxJSON)},
 
+		{"POST /v1/sandboxes/{id}/terminals", execution, s.handleCreateTerminal()},
+		{"GET /v1/sandboxes/{id}/terminals", execution, s.proxyToAgent("/v1/terminals", 0)},
+		{"GET /v1/sandboxes/{id}/terminals/{tid}/output", execution, s.proxyToAgent("/v1/terminals/{tid}/output", 0)},
+		{"POST /v1/sandboxes/{id}/terminals/{tid}/input", execution, s.proxyToAgent("/v1/terminals/{tid}/input", maxJSON)},
+		{"POST /v1/sandboxes/{id}/terminals/{tid}/resize", execution, s.proxyToAgent("/v1/terminals/{tid}/resize", maxJSON)},
+		{"DELETE /v1/sandboxes/{id}/terminals/{tid}", execution, s.proxyToAgent("/v1/terminals/{tid}", 0)},
+		{"GET /v1/sandboxes/{id}/terminals/{tid}/ws", execution, s.handleAttachTerminal()},
+
 		{"POST /v1/keys", admin, s.handleCreateKey()},
 		{"GET /v1/keys", admin, s.handleListKeys()},
 		{"DELETE /v1/keys/{id}", admin, s.handleRevokeKey()},

@@ -265,8 +265,10 @@ func (s *Server) handleMetrics() http.Handler {
 }
 
 // proxyToAgent forwards a sandbox-scoped request to the sandbox's agent at
-// agentPath ("{cid}" is replaced), with the agent's token instead of the
-// caller's key. bodyCap > 0 caps the request body (413 beyond it).
+// agentPath ("{cid}" and "{tid}" are replaced), with the agent's token
+// instead of the caller's key. bodyCap > 0 caps the request body (413
+// beyond it). WebSocket upgrades pass through: ReverseProxy hijacks the
+// client's connection and splices it to the agent's.
 func (s *Server) proxyToAgent(agentPath string, bodyCap int64) http.Handler {
 	// An oversized file is file_too_large, as the agent says it; other
 	// bodies are body_too_large, as the JSON decoder says it.
@@ -288,7 +290,8 @@ func (s *Server) proxyToAgent(agentPath string, bodyCap int64) http.Handler {
 			s.fail(w, r, err)
 			return
 		}
-		path := strings.ReplaceAll(agentPath, "{cid}", url.PathEscape(r.PathValue("cid")))
+		path := strings.NewReplacer("{cid}", url.PathEscape(r.PathValue("cid")),
+			"{tid}", url.PathEscape(r.PathValue("tid"))).Replace(agentPath)
 		rp := &httputil.ReverseProxy{
 			Rewrite: func(pr *httputil.ProxyRequest) {
 				pr.Out.URL.Scheme, pr.Out.URL.Host, pr.Out.Host = "http", "agent", "agent"
