@@ -416,14 +416,18 @@ func (m *Manager) start(ctx context.Context, sb *Sandbox, rt Runtime) error {
 		c.Close()
 		return errcode.Wrap(errcode.Unavailable, err, "sandbox agent did not answer")
 	}
+	// The client first: whoever reads the state running must find it.
+	m.mu.Lock()
+	m.agents[sb.ID] = c
+	m.mu.Unlock()
 	if err := m.store.SetSandboxState(ctx, sb.ID, apitype.StateRunning, "", pid); err != nil {
+		m.mu.Lock()
+		delete(m.agents, sb.ID)
+		m.mu.Unlock()
 		c.Close()
 		return err
 	}
 	sb.State, sb.UpdatedAt = apitype.StateRunning, time.Now().UTC()
-	m.mu.Lock()
-	m.agents[sb.ID] = c
-	m.mu.Unlock()
 	return nil
 }
 
