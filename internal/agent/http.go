@@ -199,14 +199,10 @@ func (a *Agent) handleStdin(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	data := []byte(req.Data)
-	if req.DataBase64 != "" {
-		b, err := base64.StdEncoding.DecodeString(req.DataBase64)
-		if err != nil {
-			a.fail(w, r, errcode.InvalidFields(map[string]string{"data_base64": "is not valid base64"}))
-			return
-		}
-		data = append(data, b...)
+	data, err := inputData(req.Data, req.DataBase64)
+	if err != nil {
+		a.fail(w, r, err)
+		return
 	}
 	c, err := a.lookup(r)
 	if err != nil {
@@ -304,4 +300,17 @@ func writeEvent(w http.ResponseWriter, name string, ev apitype.StreamEvent) erro
 	}
 	_, err = fmt.Fprintf(w, "event: %s\ndata: %s\n\n", name, b)
 	return err
+}
+
+// inputData is the bytes of an input request: text, then base64 bytes.
+func inputData(text, b64 string) ([]byte, error) {
+	data := []byte(text)
+	if b64 != "" {
+		b, err := base64.StdEncoding.DecodeString(b64)
+		if err != nil {
+			return nil, errcode.InvalidFields(map[string]string{"data_base64": "is not valid base64"})
+		}
+		data = append(data, b...)
+	}
+	return data, nil
 }

@@ -506,14 +506,10 @@ func (a *Agent) handleTerminalInput(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	data := []byte(req.Data)
-	if req.DataBase64 != "" {
-		b, err := base64.StdEncoding.DecodeString(req.DataBase64)
-		if err != nil {
-			a.fail(w, r, errcode.InvalidFields(map[string]string{"data_base64": "is not valid base64"}))
-			return
-		}
-		data = append(data, b...)
+	data, err := inputData(req.Data, req.DataBase64)
+	if err != nil {
+		a.fail(w, r, err)
+		return
 	}
 	t, err := a.lookupTerminal(r)
 	if err != nil {

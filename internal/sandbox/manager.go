@@ -649,6 +649,19 @@ type pauser interface {
 // Pause freezes a running sandbox (its cgroup): processes keep their
 // memory and use no CPU. Pausing a paused sandbox is a no-op.
 func (m *Manager) Pause(ctx context.Context, id string) error {
+	return m.freeze(ctx, id, apitype.StateRunning, apitype.StatePaused, "sandbox_not_running", pauser.Pause)
+}
+
+// Resume thaws a paused sandbox. Resuming a running sandbox is a no-op.
+func (m *Manager) Resume(ctx context.Context, id string) error {
+	return m.freeze(ctx, id, apitype.StatePaused, apitype.StateRunning, "sandbox_not_paused", pauser.Resume)
+}
+
+// freeze moves a sandbox from state from to state to through the
+// runtime's pause or resume (do); a sandbox already in state to is left
+// alone, one in any other state is a conflict with reason notFrom.
+func (m *Manager) freeze(ctx context.Context, id, from, to, notFrom string,
+	do func(pauser, context.Context, *Sandbox, Layout) error) error {
 	unlock := m.lock(id)
 	defer unlock()
 	sb, err := m.store.GetSandbox(ctx, id)
@@ -656,46 +669,21 @@ func (m *Manager) Pause(ctx context.Context, id string) error {
 		return err
 	}
 	switch sb.State {
-	case apitype.StatePaused:
+	case to:
 		return nil
-	case apitype.StateRunning:
+	case from:
 	default:
-		return errcode.WithReason(errcode.Conflict, "sandbox_not_running", "sandbox %s is %s", id, sb.State)
+		return errcode.WithReason(errcode.Conflict, notFrom, "sandbox %s is %s", id, sb.State)
 	}
 	p, ok := m.runtimes[sb.Runtime].(pauser)
 	if !ok {
 		return errcode.WithReason(errcode.Unimplemented, "pause_unsupported",
 			"the %s runtime cannot pause sandboxes (it has no cgroup to freeze)", sb.Runtime)
 	}
-	if err := p.Pause(ctx, sb, LayoutFor(m.cfg.DataDir, id)); err != nil {
-		return errcode.Wrap(errcode.Unavailable, err, "pausing sandbox %s failed", id)
+	if err := do(p, ctx, sb, LayoutFor(m.cfg.DataDir, id)); err != nil {
+		return errcode.Wrap(errcode.Unavailable, err, "sandbox %s: %s failed", id, to)
 	}
-	return m.store.SetSandboxState(ctx, id, apitype.StatePaused, "", sb.AgentPID)
-}
-
-// Resume thaws a paused sandbox. Resuming a running sandbox is a no-op.
-func (m *Manager) Resume(ctx context.Context, id string) error {
-	unlock := m.lock(id)
-	defer unlock()
-	sb, err := m.store.GetSandbox(ctx, id)
-	if err != nil {
-		return err
-	}
-	switch sb.State {
-	case apitype.StateRunning:
-		return nil
-	case apitype.StatePaused:
-	default:
-		return errcode.WithReason(errcode.Conflict, "sandbox_not_paused", "sandbox %s is %s", id, sb.State)
-	}
-	p, ok := m.runtimes[sb.Runtime].(pauser)
-	if !ok {
-		return errcode.WithReason(errcode.Unimplemented, "pause_unsupported", "the %s runtime cannot pause sandboxes", sb.Runtime)
-	}
-	if err := p.Resume(ctx, sb, LayoutFor(m.cfg.DataDir, id)); err != nil {
-		return errcode.Wrap(errcode.Unavailable, err, "resuming sandbox %s failed", id)
-	}
-	return m.store.SetSandboxState(ctx, id, apitype.StateRunning, "", sb.AgentPID)
+	return m.store.SetSandboxState(ctx, id, to, "", sb.AgentPID)
 }
 
 func (m *Manager) agentOf(sb *Sandbox) (*agent.Client, error) {
