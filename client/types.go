@@ -20,6 +20,11 @@ type (
 	CreateKeyRequest     = apitype.CreateKeyRequest
 	System               = apitype.System
 	RuntimeInfo          = apitype.RuntimeInfo
+	ServiceSpec          = apitype.ServiceSpec
+	RestartPolicy        = apitype.RestartPolicy
+	Readiness            = apitype.Readiness
+	Service              = apitype.Service
+	ServiceLogs          = apitype.ServiceLogs
 )
 
 // Error is the error API calls return for failures the server reported:

@@ -90,6 +90,8 @@ func (a *app) rootCommand() *cobra.Command {
 		a.sandboxCommand(),
 		a.execCommand(),
 		a.shellCommand(),
+		a.serviceCommand(),
+		a.templateCommand(),
 		a.fsCommand(),
 		a.keysCommand(),
 		a.doctorCommand(),

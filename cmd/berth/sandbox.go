@@ -38,7 +38,7 @@ func parseKV(pairs []string, what string) (map[string]string, error) {
 func (a *app) sandboxCommand() *cobra.Command {
 	cmd := &cobra.Command{Use: "sandbox", Aliases: []string{"sandboxes", "sb"}, Short: "Create, list, inspect and delete sandboxes"}
 
-	var runtime, name string
+	var runtime, name, template string
 	var env, labels []string
 	var asJSON bool
 	var res apitype.Resources
@@ -61,7 +61,7 @@ func (a *app) sandboxCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			req := apitype.CreateSandboxRequest{Runtime: runtime, Name: name, Env: envMap, Labels: labelMap, Lazy: lazy}
+			req := apitype.CreateSandboxRequest{Runtime: runtime, Name: name, Env: envMap, Labels: labelMap, Lazy: lazy, Template: template}
 			if res != (apitype.Resources{}) {
 				req.Resources = &res
 			}
@@ -81,6 +81,7 @@ func (a *app) sandboxCommand() *cobra.Command {
 		},
 	}
 	create.Flags().StringVar(&runtime, "runtime", "", "runtime: container, gvisor or process (default: the daemon's)")
+	create.Flags().StringVar(&template, "template", "", "template to start from (default base; see berth template ls)")
 	create.Flags().BoolVar(&lazy, "lazy", false, "record it now, start it at its first command or file call")
 	create.Flags().DurationVar(&pauseAfter, "pause-after", 10*time.Minute, "pause when unused this long (0: never; isolated runtimes)")
 	create.Flags().DurationVar(&hibernateAfter, "hibernate-after", time.Hour, "hibernate when unused this long (0: never)")

@@ -24,6 +24,8 @@ func (a *app) serveCommand() *cobra.Command {
 	var (
 		listen, logFormat, logLevel           string
 		defaultRuntime, ociRuntime, runsc     string
+		previewDomain                         string
+		warmPools                             []string
 		maxSandboxes, maxCommands, maxHistory int
 		commandTimeout, maxCommandTimeout     time.Duration
 		outputCap, maxUpload                  = sizeValue(agent.DefaultOutputCap), sizeValue(agent.DefaultMaxUpload)
@@ -44,13 +46,21 @@ sandboxes keep running and are re-adopted by the next start.`,
 			if err != nil {
 				return usageError{err}
 			}
+			var pools []sandbox.PoolSpec
+			for _, w := range warmPools {
+				p, err := sandbox.ParsePoolSpec(w)
+				if err != nil {
+					return usageError{fmt.Errorf("--warm-pool: %w", err)}
+				}
+				pools = append(pools, p)
+			}
 			return daemon.Run(cmd.Context(), daemon.Config{
 				DataDir: a.dataDir(), Listen: listen, Version: version,
 				MaxSandboxes: maxSandboxes, MaxCommands: maxCommands, MaxHistory: maxHistory,
 				OutputCap: int64(outputCap), MaxUpload: int64(maxUpload),
 				DefaultTimeout: commandTimeout, MaxTimeout: maxCommandTimeout,
 				DefaultRuntime: defaultRuntime, OCIRuntime: ociRuntime, Runsc: runsc,
-				Logger: log,
+				PreviewDomain: previewDomain, WarmPools: pools, Logger: log,
 			})
 		},
 	}
@@ -59,6 +69,10 @@ sandboxes keep running and are re-adopted by the next start.`,
 	f.StringVar(&defaultRuntime, "default-runtime", "", "runtime of sandboxes that name none (default: container when available, else process)")
 	f.StringVar(&ociRuntime, "oci-runtime", "auto", "program of the container runtime: auto, crun or runc")
 	f.StringVar(&runsc, "runsc", "", "path of gVisor's runsc (default: found on PATH)")
+	f.StringVar(&previewDomain, "preview-domain", "localhost",
+		"serve sandbox ports at http://{port}-{sandbox}.DOMAIN (point *.DOMAIN at this daemon; \"\" turns it off)")
+	f.StringArrayVar(&warmPools, "warm-pool", nil,
+		"keep N sandboxes of TEMPLATE started ahead of demand, as TEMPLATE=N (repeatable; the built-in template is base)")
 	f.StringVar(&logFormat, "log-format", "text", "log format: text or json")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	f.IntVar(&maxSandboxes, "max-sandboxes", sandbox.DefaultMaxSandboxes, "most sandboxes at once")

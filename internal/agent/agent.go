@@ -51,7 +51,10 @@ type Config struct {
 	// MaxTerminals bounds the running terminals (and the exited ones kept).
 	TerminalBuffer int
 	MaxTerminals   int
-	Logger         *slog.Logger
+	// ServiceLogBuffer is each service's log, in bytes: the tail of its
+	// output across restarts.
+	ServiceLogBuffer int
+	Logger           *slog.Logger
 	// Ready, if set, is closed (after a line is written to it) once the
 	// agent is listening.
 	Ready *os.File
@@ -78,7 +81,7 @@ type Agent struct {
 	// out (gVisor): paths are then resolved by resolveBeneath.
 	rootConfines bool
 
-	wg   sync.WaitGroup // command waiters
+	wg   sync.WaitGroup // command waiters and service supervisors
 	stop func()         // ends Run; set by Run
 
 	// mu guards the fields below.
@@ -89,6 +92,7 @@ type Agent struct {
 	closing   bool
 	terms     map[string]*terminal
 	termOrder []string // terminal IDs, oldest first
+	services  map[string]*service
 }
 
 // New prepares an agent: it opens the workspace root and reloads the
@@ -119,6 +123,9 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.MaxTerminals <= 0 {
 		cfg.MaxTerminals = DefaultMaxTerminals
 	}
+	if cfg.ServiceLogBuffer <= 0 {
+		cfg.ServiceLogBuffer = DefaultServiceLogBuffer
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -130,7 +137,7 @@ func New(cfg Config) (*Agent, error) {
 		return nil, fmt.Errorf("opening workspace: %w", err)
 	}
 	a := &Agent{cfg: cfg, log: cfg.Logger, root: root, cmds: make(map[string]*command), terms: make(map[string]*terminal),
-		rootConfines: rootConfines(cfg.StateDir)}
+		services: make(map[string]*service), rootConfines: rootConfines(cfg.StateDir)}
 	if !a.rootConfines {
 		a.log.Warn("os.Root does not confine links here; resolving them in the agent")
 	}
@@ -255,7 +262,8 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 }
 
-// shutdown kills every command, every terminal and every process the agent
+// shutdown kills every command, stops every service (gracefully, as a
+// stop request would), kills every terminal and every process the agent
 // inherited, and waits for them.
 func (a *Agent) shutdown() {
 	a.mu.Lock()
@@ -279,6 +287,7 @@ func (a *Agent) shutdown() {
 			_ = syscall.Kill(-pgid, syscall.SIGKILL)
 		}
 	}
+	a.stopServices()
 	a.killTerminals()
 	a.killOrphans()
 	a.wg.Wait()
@@ -334,6 +343,14 @@ func (a *Agent) Handler() http.Handler {
 	mux.HandleFunc("POST /v1/terminals/{tid}/resize", a.handleTerminalResize)
 	mux.HandleFunc("DELETE /v1/terminals/{tid}", a.handleDeleteTerminal)
 	mux.HandleFunc("GET /v1/terminals/{tid}/ws", a.handleTerminalWS)
+	mux.HandleFunc("/v1/ports/{port}/{path...}", a.handlePort)
+	mux.HandleFunc("GET /v1/services", a.handleListServices)
+	mux.HandleFunc("PUT /v1/services/{name}", a.handlePutService)
+	mux.HandleFunc("GET /v1/services/{name}", a.handleGetService)
+	mux.HandleFunc("DELETE /v1/services/{name}", a.handleDeleteService)
+	mux.HandleFunc("GET /v1/services/{name}/logs", a.handleServiceLogs)
+	mux.HandleFunc("POST /v1/services/{name}/stop", a.handleStopService)
+	mux.HandleFunc("POST /v1/services/{name}/start", a.handleStartService)
 	return a.authenticate(mux)
 }
 
@@ -371,11 +388,15 @@ func (a *Agent) list() []*command {
 	return out
 }
 
-// reapOrphans waits for zombie children that are not commands the agent
-// started itself (those are waited for by their own goroutine).
+// reapOrphans waits for zombie children that are not commands, terminals
+// or services the agent started itself (those are waited for by their own
+// goroutine).
 func (a *Agent) reapOrphans() {
+	// Children first, owned PIDs second: processes are started and
+	// recorded under a.mu, so every child listed is then known if owned.
+	kids := children(os.Getpid())
 	own := a.commandPIDs()
-	for _, pid := range children(os.Getpid()) {
+	for _, pid := range kids {
 		if !own[pid] {
 			var ws unix.WaitStatus
 			_, _ = unix.Wait4(pid, &ws, unix.WNOHANG, nil)
@@ -414,6 +435,7 @@ func (a *Agent) commandPIDs() map[int]bool {
 		}
 	}
 	a.terminalPIDsLocked(pids)
+	a.servicePIDsLocked(pids)
 	return pids
 }
 

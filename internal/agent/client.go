@@ -148,3 +148,66 @@ func (c *Client) Cancel(ctx context.Context, id string) (apitype.Command, error)
 	err := c.doJSON(ctx, http.MethodPost, "/v1/commands/"+url.PathEscape(id)+"/cancel", nil, nil, &out)
 	return out, err
 }
+
+// PutService starts a service, or replaces one whose spec changed or that
+// has ended. created is false when the agent already ran an identical spec
+// and left it alone.
+func (c *Client) PutService(ctx context.Context, spec apitype.ServiceSpec) (_ apitype.Service, created bool, _ error) {
+	b, err := json.Marshal(spec)
+	if err != nil {
+		return apitype.Service{}, false, err
+	}
+	resp, err := c.Do(ctx, http.MethodPut, "/v1/services/"+url.PathEscape(spec.Name), nil, bytes.NewReader(b))
+	if err != nil {
+		return apitype.Service{}, false, err
+	}
+	defer resp.Body.Close()
+	var out apitype.Service
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		return apitype.Service{}, false, fmt.Errorf("decoding agent response: %w", err)
+	}
+	return out, resp.StatusCode == http.StatusCreated, nil
+}
+
+// Services lists the agent's services, by name.
+func (c *Client) Services(ctx context.Context) ([]apitype.Service, error) {
+	var out apitype.ServiceList
+	err := c.doJSON(ctx, http.MethodGet, "/v1/services", nil, nil, &out)
+	return out.Services, err
+}
+
+// Service reads one service.
+func (c *Client) Service(ctx context.Context, name string) (apitype.Service, error) {
+	var out apitype.Service
+	err := c.doJSON(ctx, http.MethodGet, "/v1/services/"+url.PathEscape(name), nil, nil, &out)
+	return out, err
+}
+
+// StopService stops a service (SIGTERM, then SIGKILL after the agent's
+// grace period) and returns it once its processes are gone.
+func (c *Client) StopService(ctx context.Context, name string) (apitype.Service, error) {
+	var out apitype.Service
+	err := c.doJSON(ctx, http.MethodPost, "/v1/services/"+url.PathEscape(name)+"/stop", nil, nil, &out)
+	return out, err
+}
+
+// StartService starts a stopped, exited or failed service again, its
+// restarts reset; an active one is left alone.
+func (c *Client) StartService(ctx context.Context, name string) (apitype.Service, error) {
+	var out apitype.Service
+	err := c.doJSON(ctx, http.MethodPost, "/v1/services/"+url.PathEscape(name)+"/start", nil, nil, &out)
+	return out, err
+}
+
+// DeleteService stops a service and forgets it, log included.
+func (c *Client) DeleteService(ctx context.Context, name string) error {
+	return c.doJSON(ctx, http.MethodDelete, "/v1/services/"+url.PathEscape(name), nil, nil, nil)
+}
+
+// ServiceLogs reads a window of a service's log; q carries offset,
+// max_bytes and wait_ms.
+func (c *Client) ServiceLogs(ctx context.Context, name string, q url.Values) (apitype.ServiceLogs, error) {
+	var out apitype.ServiceLogs
+	err := c.doJSON(ctx, http.MethodGet, "/v1/services/"+url.PathEscape(name)+"/logs", q, nil, &out)
+	return out, err
+}

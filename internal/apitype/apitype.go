@@ -46,6 +46,8 @@ type CreateSandboxRequest struct {
 	Lazy bool `json:"lazy,omitempty"`
 	// Idle overrides the daemon's idle policy for this sandbox.
 	Idle *Idle `json:"idle,omitempty"`
+	// Template names the template the sandbox starts from (default base).
+	Template string `json:"template,omitempty"`
 }
 
 // Idle is a sandbox's idle policy: after how long without use (no API call
@@ -77,6 +79,7 @@ type Sandbox struct {
 	Labels    map[string]string `json:"labels,omitempty"`
 	EnvKeys   []string          `json:"env_keys,omitempty"`
 	Resources *Resources        `json:"resources,omitempty"`
+	Template  string            `json:"template"`
 	Idle      Idle              `json:"idle"`
 	Workspace string            `json:"workspace"`
 	CreatedAt time.Time         `json:"created_at"`
@@ -233,6 +236,17 @@ type System struct {
 	Runtimes []RuntimeInfo `json:"runtimes"`
 	Limits   Limits        `json:"limits"`
 	Counts   Counts        `json:"counts"`
+	Pools    []Pool        `json:"pools"`
+}
+
+// Pool is a warm pool: Size sandboxes of Template kept started on Runtime,
+// Ready of them now. A create with that template (and the default runtime
+// and resources) claims one.
+type Pool struct {
+	Template string `json:"template"`
+	Runtime  string `json:"runtime"`
+	Size     int    `json:"size"`
+	Ready    int    `json:"ready"`
 }
 
 // RuntimeInfo says whether a sandbox runtime can be used here, and why not.
@@ -266,5 +280,8 @@ type Limits struct {
 
 // Counts are live resource counts.
 type Counts struct {
+	// Sandboxes counts callers' sandboxes; Pooled the unclaimed ones
+	// waiting in warm pools.
 	Sandboxes int `json:"sandboxes"`
+	Pooled    int `json:"pooled"`
 }

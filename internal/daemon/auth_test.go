@@ -158,7 +158,14 @@ func fillPath(t *testing.T, rt httpapi.Route, sandboxID, commandID string) strin
 	if !strings.HasPrefix(commandID, "cmd_") {
 		terminalID = commandID
 	}
-	p := strings.NewReplacer("{id}", id, "{cid}", commandID, "{tid}", terminalID).Replace(rt.Path)
+	if strings.HasPrefix(rt.Path, "/v1/templates/") {
+		id = "no-such-template"
+	}
+	p := strings.NewReplacer("{id}", id, "{cid}", commandID, "{tid}", terminalID, "{name}", "no-such-service",
+		"{port}", "8000", "{path...}", "some/path").Replace(rt.Path)
+	if strings.HasPrefix(rt.Path, "/v1/templates/{name}") {
+		p = strings.Replace(rt.Path, "{name}", "no-such-template", 1)
+	}
 	if strings.ContainsAny(p, "{}") {
 		t.Fatalf("route %s %s has a path parameter this test does not fill; teach fillPath about it", rt.Method, rt.Path)
 	}
@@ -286,8 +293,10 @@ func TestAuthExecutionScope(t *testing.T) {
 
 	var adminOnly int
 	for _, rt := range routeTable(t) {
-		if keyRoute := strings.HasPrefix(rt.Path, "/v1/keys"); rt.AdminOnly != keyRoute {
-			t.Errorf("route %s %s: admin-only %v, want %v (exactly the key routes)", rt.Method, rt.Path, rt.AdminOnly, keyRoute)
+		// Keys, and changes to templates (which every sandbox may use).
+		want := strings.HasPrefix(rt.Path, "/v1/keys") || (strings.HasPrefix(rt.Path, "/v1/templates") && rt.Method != http.MethodGet)
+		if rt.AdminOnly != want {
+			t.Errorf("route %s %s: admin-only %v, want %v (the key routes and template changes)", rt.Method, rt.Path, rt.AdminOnly, want)
 		}
 		if !rt.AdminOnly {
 			if rt.Public {

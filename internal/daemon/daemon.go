@@ -4,9 +4,12 @@ package daemon
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -40,7 +43,12 @@ type Config struct {
 	MaxUpload      int64
 	DefaultTimeout time.Duration
 	MaxTimeout     time.Duration
-	Logger         *slog.Logger
+	// PreviewDomain serves sandbox ports at {port}-{sandbox}.{domain};
+	// "localhost" works on this machine without DNS. "" turns it off.
+	PreviewDomain string
+	// WarmPools keeps pre-started sandboxes per template ("base=4").
+	WarmPools []sandbox.PoolSpec
+	Logger    *slog.Logger
 	// Ready, if set, is called with the listening address once the daemon
 	// serves.
 	Ready func(addr string)
@@ -60,6 +68,9 @@ const (
 	KeyFile  = "admin.key"
 	LockFile = "berth.lock"
 	DBFile   = "berth.db"
+	// PreviewKeyFile holds the secret of preview tokens and links;
+	// replacing it revokes them all.
+	PreviewKeyFile = "preview.key"
 )
 
 // Run runs the daemon until ctx is done, then shuts down gracefully: it
@@ -124,20 +135,33 @@ func Run(ctx context.Context, cfg Config) error {
 			log.Info("runtime available", "runtime", rt.Name(), "default", rt.Name() == defaultRuntime)
 		}
 	}
+	seen := map[string]bool{}
+	for _, p := range cfg.WarmPools {
+		if seen[p.Template] {
+			return errcode.WithReason(errcode.Invalid, "warm_pool_duplicate", "warm pool %q is given twice", p.Template)
+		}
+		seen[p.Template] = true
+	}
 	mgr := sandbox.NewManager(sandbox.Config{
 		DefaultRuntime: defaultRuntime,
 		DataDir:        dataDir, AgentBinary: bin, MaxSandboxes: cfg.MaxSandboxes, MaxCommands: cfg.MaxCommands,
 		MaxHistory: cfg.MaxHistory, OutputCap: cfg.OutputCap, MaxUpload: cfg.MaxUpload,
 		DefaultTimeout: cfg.DefaultTimeout, MaxTimeout: cfg.MaxTimeout, Logger: log,
+		Pools: cfg.WarmPools,
 	}, db, runtimes...)
 	defer mgr.Close()
 	if err := mgr.Recover(ctx); err != nil {
 		return fmt.Errorf("recovering sandboxes: %w", err)
 	}
 
+	previewSecret, err := loadSecret(filepath.Join(dataDir, PreviewKeyFile))
+	if err != nil {
+		return err
+	}
 	api := httpapi.New(httpapi.Config{
 		Version: cfg.Version, DataDir: dataDir, MaxUpload: mgr.Config().MaxUpload,
 		Logger: log, Sandboxes: mgr, Keys: keys, DB: db,
+		PreviewDomain: strings.ToLower(strings.Trim(cfg.PreviewDomain, ".")), PreviewSecret: previewSecret,
 	})
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
@@ -167,7 +191,14 @@ func Run(ctx context.Context, cfg Config) error {
 	defer stopRun()
 	watched := make(chan struct{})
 	go func() { defer close(watched); _ = mgr.Run(runCtx) }()
-	defer func() { stopRun(); <-watched }()
+	defer func() {
+		stopRun()
+		<-watched
+		// Pooled sandboxes are not anyone's: a stopped daemon leaves none.
+		drainCtx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		mgr.DrainPools(drainCtx)
+	}()
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -226,4 +257,42 @@ func writeJSON(path string, v any) error {
 		return err
 	}
 	return os.Rename(tmp, path)
+}
+
+// loadSecret reads a 32-byte secret from path, creating it (0600, written
+// in full before it is renamed into place) on first use.
+func loadSecret(path string) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if err == nil {
+		secret, derr := hex.DecodeString(strings.TrimSpace(string(b)))
+		if derr != nil || len(secret) < 32 {
+			return nil, fmt.Errorf("%s is not a 64-digit hex secret; remove it to make a new one", path)
+		}
+		return secret, nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	secret := make([]byte, 32)
+	_, _ = rand.Read(secret)
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	_, err = f.WriteString(hex.EncodeToString(secret) + "\n")
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+		return nil, err
+	}
+	return secret, nil
 }

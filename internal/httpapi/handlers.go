@@ -69,6 +69,17 @@ func (s *Server) handleSystem() http.Handler {
 		for _, n := range counts {
 			out.Counts.Sandboxes += n
 		}
+		pools, err := m.Pools(r.Context())
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		out.Pools = []apitype.Pool{}
+		for _, p := range pools {
+			out.Pools = append(out.Pools, apitype.Pool(p))
+			out.Counts.Pooled += p.Ready
+		}
+
 		wire.Encode(w, http.StatusOK, out)
 	})
 }
@@ -77,7 +88,13 @@ func (s *Server) toAPISandbox(sb *sandbox.Sandbox) apitype.Sandbox {
 	out := apitype.Sandbox{
 		ID: sb.ID, Name: sb.Name, Runtime: sb.Runtime, State: sb.State, Reason: sb.Reason,
 		Labels: sb.Labels, CreatedAt: sb.CreatedAt, UpdatedAt: sb.UpdatedAt, Idle: apitype.Idle(sb.Idle),
-		Workspace: sandbox.LayoutFor(s.cfg.DataDir, sb.ID).Workspace,
+		Workspace: sandbox.LayoutFor(s.cfg.DataDir, sb.ID).Workspace, Template: sandbox.BaseTemplate,
+	}
+	if sb.Template != "" {
+		out.Template = sb.Template
+		if t, err := s.cfg.Sandboxes.Template(context.Background(), sb.Template); err == nil {
+			out.Template = t.Name
+		}
 	}
 	for k := range sb.Env {
 		out.EnvKeys = append(out.EnvKeys, k)
@@ -98,7 +115,8 @@ func (s *Server) handleCreateSandbox() http.Handler {
 			s.fail(w, r, err)
 			return
 		}
-		spec := sandbox.CreateSpec{Runtime: req.Runtime, Name: req.Name, Env: req.Env, Labels: req.Labels, Lazy: req.Lazy}
+		spec := sandbox.CreateSpec{Runtime: req.Runtime, Name: req.Name, Env: req.Env, Labels: req.Labels, Lazy: req.Lazy,
+			Template: req.Template}
 		if req.Resources != nil {
 			spec.Resources = sandbox.Resources(*req.Resources)
 		}
@@ -130,6 +148,9 @@ func (s *Server) handleListSandboxes() http.Handler {
 		state := r.URL.Query().Get("state")
 		out := apitype.SandboxList{Sandboxes: []apitype.Sandbox{}}
 		for _, sb := range all {
+			if sb.Pool != "" {
+				continue // not anyone's yet
+			}
 			if state == "" || sb.State == state {
 				out.Sandboxes = append(out.Sandboxes, s.toAPISandbox(sb))
 			}

@@ -20,7 +20,7 @@ const (
 
 // routes is the whole HTTP surface of the daemon, one line per route.
 func (s *Server) routes() []route {
-	return []route{
+	rs := []route{
 		{"GET /healthz", public, s.handleHealthz()},
 		{"GET /readyz", public, s.handleReadyz()},
 		{"GET /metrics", execution, s.handleMetrics()},
@@ -56,10 +56,32 @@ func (s *Server) routes() []route {
 		{"DELETE /v1/sandboxes/{id}/terminals/{tid}", execution, s.proxyToAgent("/v1/terminals/{tid}", 0)},
 		{"GET /v1/sandboxes/{id}/terminals/{tid}/ws", execution, s.handleAttachTerminal()},
 
+		{"POST /v1/sandboxes/{id}/services", execution, s.handlePutService()},
+		{"GET /v1/sandboxes/{id}/services", execution, s.handleListServices()},
+		{"GET /v1/sandboxes/{id}/services/{name}", execution, s.handleService(s.cfg.Sandboxes.Service)},
+		{"GET /v1/sandboxes/{id}/services/{name}/logs", execution, s.proxyToAgent("/v1/services/{name}/logs", 0)},
+		{"POST /v1/sandboxes/{id}/services/{name}/stop", execution, s.handleService(s.cfg.Sandboxes.StopService)},
+		{"POST /v1/sandboxes/{id}/services/{name}/start", execution, s.handleService(s.cfg.Sandboxes.StartService)},
+		{"DELETE /v1/sandboxes/{id}/services/{name}", execution, s.handleDeleteService()},
+
+		{"GET /v1/sandboxes/{id}/previews/{port}", execution, s.handlePreviewInfo()},
+
+		{"GET /v1/templates", execution, s.handleListTemplates()},
+		{"GET /v1/templates/{name}", execution, s.handleGetTemplate()},
+		{"GET /v1/templates/{name}/log", execution, s.handleTemplateLog()},
+		{"POST /v1/templates", admin, s.handleBuildTemplate()},
+		{"POST /v1/templates/import", admin, s.handleImportTemplate()},
+		{"DELETE /v1/templates/{name}", admin, s.handleDeleteTemplate()},
+
 		{"POST /v1/keys", admin, s.handleCreateKey()},
 		{"GET /v1/keys", admin, s.handleListKeys()},
 		{"DELETE /v1/keys/{id}", admin, s.handleRevokeKey()},
 	}
+	// Ports take every method an app may serve.
+	for _, m := range portMethods {
+		rs = append(rs, route{m + " /v1/sandboxes/{id}/ports/{port}/{path...}", execution, s.handlePort()})
+	}
+	return rs
 }
 
 // Route describes a route for tests and documentation.

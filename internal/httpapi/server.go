@@ -44,6 +44,12 @@ type Config struct {
 	Sandboxes *sandbox.Manager
 	Keys      *auth.Keys
 	DB        Pinger
+	// PreviewDomain turns on host-based previews: {port}-{sandbox}.{domain}.
+	PreviewDomain string
+	// PreviewSecret keys preview tokens and signed preview links.
+	PreviewSecret []byte
+	// MaxImport bounds an image archive for a template import.
+	MaxImport int64
 }
 
 // Server serves the API.
@@ -79,6 +85,27 @@ func New(cfg Config) *Server {
 			return float64(counts["running"])
 		}),
 	)
+	if cfg.Sandboxes != nil {
+		for _, p := range cfg.Sandboxes.Config().Pools {
+			s.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+				Name: "berth_warm_pool_ready", Help: "Started, unclaimed sandboxes in a warm pool.",
+				ConstLabels: prometheus.Labels{"template": p.Template},
+			}, func() float64 {
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+				defer cancel()
+				pools, err := cfg.Sandboxes.Pools(ctx)
+				if err != nil {
+					return -1
+				}
+				for _, st := range pools {
+					if st.Template == p.Template {
+						return float64(st.Ready)
+					}
+				}
+				return 0
+			}))
+		}
+	}
 	for _, r := range s.routes() {
 		h := r.handler
 		if r.access != public {
@@ -86,7 +113,7 @@ func New(cfg Config) *Server {
 		}
 		s.mux.Handle(r.pattern, s.instrument(r.pattern, h))
 	}
-	s.handler = s.withRequestID(s.withLogging(s.withRecover(s.rejectQueryCredentials(s.routed(s.mux)))))
+	s.handler = s.withRequestID(s.withLogging(s.withRecover(s.withPreviews(s.rejectQueryCredentials(s.routed(s.mux))))))
 	return s
 }
 
@@ -291,7 +318,7 @@ func (s *Server) proxyToAgent(agentPath string, bodyCap int64) http.Handler {
 			return
 		}
 		path := strings.NewReplacer("{cid}", url.PathEscape(r.PathValue("cid")),
-			"{tid}", url.PathEscape(r.PathValue("tid"))).Replace(agentPath)
+			"{tid}", url.PathEscape(r.PathValue("tid")), "{name}", url.PathEscape(r.PathValue("name"))).Replace(agentPath)
 		rp := &httputil.ReverseProxy{
 			Rewrite: func(pr *httputil.ProxyRequest) {
 				pr.Out.URL.Scheme, pr.Out.URL.Host, pr.Out.Host = "http", "agent", "agent"

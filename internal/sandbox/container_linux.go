@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -200,8 +201,18 @@ func (r *ContainerRuntime) Start(ctx context.Context, sb *Sandbox, l Layout, a A
 	if err := sandboxEtc(filepath.Join(cl.upper, "etc"), sb.UID); err != nil {
 		return 0, err
 	}
+	if a.Root.Writable {
+		if err := prepareWritableRoot(cl.upper, sb.UID, a.Root.Image); err != nil {
+			return 0, err
+		}
+	}
+	// The template's layers over the host's (or an image's whole root).
+	lower := append(slices.Clone(a.Root.Layers), tmpl.rootfs)
+	if a.Root.Image {
+		lower = a.Root.Layers
+	}
 	if !isMountPoint(cl.rootfs) {
-		opts := "lowerdir=" + tmpl.rootfs + ",upperdir=" + cl.upper + ",workdir=" + cl.work
+		opts := "lowerdir=" + strings.Join(lower, ":") + ",upperdir=" + cl.upper + ",workdir=" + cl.work
 		if err := unix.Mount("overlay", cl.rootfs, "overlay", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
 			return 0, fmt.Errorf("mounting the sandbox's root: %w", err)
 		}
@@ -367,8 +378,14 @@ func (r *ContainerRuntime) spec(sb *Sandbox, cl containerLayout, tmpl *hostTempl
 		{Destination: "/tmp", Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "nodev", "mode=1777", fmt.Sprintf("size=%dm", tmpSizeMB)}},
 		{Destination: "/run", Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "nodev", "noexec", "mode=755", "size=16m"}},
 	}
-	for _, d := range tmpl.binds {
-		mounts = append(mounts, specs.Mount{Destination: d, Type: "bind", Source: d, Options: []string{"rbind", "ro", "nosuid", "nodev"}})
+	if !a.Root.Image {
+		for _, d := range tmpl.binds {
+			mounts = append(mounts, specs.Mount{Destination: d, Type: "bind", Source: d, Options: []string{"rbind", "ro", "nosuid", "nodev"}})
+		}
+	}
+	if a.Root.Seed != "" {
+		mounts = append(mounts, specs.Mount{Destination: "/template", Type: "bind", Source: a.Root.Seed,
+			Options: []string{"rbind", "ro", "nosuid", "nodev"}})
 	}
 	mounts = append(mounts,
 		specs.Mount{Destination: "/workspace", Type: "bind", Source: cl.Workspace, Options: []string{"rbind", "rw", "nosuid", "nodev"}},
@@ -383,7 +400,7 @@ func (r *ContainerRuntime) spec(sb *Sandbox, cl containerLayout, tmpl *hostTempl
 	s := &specs.Spec{
 		Version:  ociSpecVersion,
 		Hostname: "sandbox",
-		Root:     &specs.Root{Path: cl.rootfs, Readonly: true},
+		Root:     &specs.Root{Path: cl.rootfs, Readonly: !a.Root.Writable},
 		Process: &specs.Process{
 			User: specs.User{UID: uid, GID: uid},
 			Args: []string{agentPathInSandbox, "agent", "--pid1", "--sandbox-id", sb.ID,

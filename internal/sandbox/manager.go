@@ -33,7 +33,9 @@ type Config struct {
 	MaxUpload      int64
 	DefaultTimeout time.Duration
 	MaxTimeout     time.Duration
-	Logger         *slog.Logger
+	// Pools are the warm pools to keep full.
+	Pools  []PoolSpec
+	Logger *slog.Logger
 }
 
 // Defaults.
@@ -66,6 +68,9 @@ type Manager struct {
 	oomBase  map[string]int           // OOM kill count of a command's sandbox when it started
 	lastUse  map[string]time.Time     // when each sandbox was last used, for idle policies
 	busy     map[string]int           // running commands being watched, by sandbox
+	building map[string]bool          // template build sandboxes, whose root is writable
+
+	poolWake chan struct{} // asks the pool filler to look now
 }
 
 // NewManager returns a Manager over store with the given runtimes.
@@ -104,6 +109,8 @@ func NewManager(cfg Config, store Store, runtimes ...Runtime) *Manager {
 		oomBase:  make(map[string]int),
 		lastUse:  make(map[string]time.Time),
 		busy:     make(map[string]int),
+		poolWake: make(chan struct{}, 1),
+		building: make(map[string]bool),
 	}
 	for _, rt := range runtimes {
 		m.runtimes[rt.Name()] = rt
@@ -164,6 +171,11 @@ type CreateSpec struct {
 	Lazy bool
 	// Idle is the sandbox's idle policy; nil takes DefaultIdle.
 	Idle *IdlePolicy
+	// Template names the template to start from; "" is the base.
+	Template string
+
+	pool  string // set when filling a warm pool
+	build bool   // a template build: writable root
 }
 
 var (
@@ -213,6 +225,12 @@ func (s *CreateSpec) Valid() map[string]string {
 		if k == "" || len(k) > maxLabelBytes || len(v) > maxLabelBytes {
 			p["labels."+k] = fmt.Sprintf("keys and values are 1-%d bytes", maxLabelBytes)
 		}
+		if strings.HasPrefix(k, "berth.") && !s.build {
+			p["labels."+k] = "the berth. prefix is reserved"
+		}
+	}
+	if s.Template != "" && !templateNameRE.MatchString(s.Template) && !strings.HasPrefix(s.Template, "tpl_") {
+		p["template"] = "is not a template name"
 	}
 	if i := s.Idle; i != nil {
 		const maxIdle = 30 * 24 * 60 * 60 * 1000 // 30 days
@@ -283,6 +301,30 @@ func (m *Manager) Create(ctx context.Context, spec CreateSpec) (sb *Sandbox, cre
 			return nil, false, err
 		}
 	}
+	if pool := m.poolFor(spec); pool != "" {
+		sb, ok, err := m.claim(ctx, pool, spec)
+		if errcode.ReasonOf(err) == "name_taken" {
+			if existing, gerr := m.store.GetSandboxByName(ctx, spec.Name); gerr == nil {
+				return existing, false, nil
+			}
+		}
+		if err != nil || ok {
+			return sb, ok, err
+		}
+	}
+
+	tmpl, err := m.readyTemplate(ctx, spec.Template)
+	if err != nil {
+		return nil, false, err
+	}
+	if tmpl.ID != "" && !rt.Isolated() {
+		return nil, false, errcode.InvalidFields(map[string]string{"template": "templates need an isolated runtime (container or gvisor)"})
+	}
+	if len(tmpl.Config.Env) > 0 {
+		env := maps.Clone(tmpl.Config.Env)
+		maps.Copy(env, spec.Env)
+		spec.Env = env
+	}
 
 	now := time.Now().UTC()
 	sb = &Sandbox{
@@ -292,6 +334,8 @@ func (m *Manager) Create(ctx context.Context, spec CreateSpec) (sb *Sandbox, cre
 	if spec.Lazy {
 		sb.State = apitype.StatePending
 	}
+	sb.Pool = spec.pool
+	sb.Template = tmpl.ID
 	sb.Idle = DefaultIdle
 	if spec.Idle != nil {
 		sb.Idle = *spec.Idle
@@ -301,7 +345,11 @@ func (m *Manager) Create(ctx context.Context, spec CreateSpec) (sb *Sandbox, cre
 	} else if spec.Resources != (Resources{}) {
 		return nil, false, errcode.InvalidFields(map[string]string{"resources": "the process runtime enforces no limits; use runtime container or gvisor"})
 	}
-	if err := m.insertWithinLimit(ctx, sb); err != nil {
+	err = m.insertWithinLimit(ctx, sb)
+	if errcode.ReasonOf(err) == "sandbox_limit" && spec.pool == "" && m.evictPooled(ctx) {
+		err = m.insertWithinLimit(ctx, sb) // a caller comes before the pool
+	}
+	if err != nil {
 		if errcode.ReasonOf(err) == "name_taken" {
 			if existing, gerr := m.store.GetSandboxByName(ctx, spec.Name); gerr == nil {
 				return existing, false, nil
@@ -314,6 +362,11 @@ func (m *Manager) Create(ctx context.Context, spec CreateSpec) (sb *Sandbox, cre
 	}
 	unlock := m.lock(sb.ID)
 	defer unlock()
+	if spec.build {
+		m.mu.Lock()
+		m.building[sb.ID] = true
+		m.mu.Unlock()
+	}
 	if err := m.start(ctx, sb, rt); err != nil {
 		// Roll back completely: no process, no directory, no row.
 		m.teardown(context.WithoutCancel(ctx), sb)
@@ -382,6 +435,9 @@ func (m *Manager) insertWithinLimit(ctx context.Context, sb *Sandbox) error {
 	return m.store.CreateSandbox(ctx, sb)
 }
 
+// buildLabel marks a template build's sandbox.
+const buildLabel = "berth.template_build"
+
 // firstSandboxUID starts the host uids of isolated sandboxes, above the
 // ranges distributions give users and subordinate ids (100000-165535).
 const firstSandboxUID = 300000
@@ -399,9 +455,17 @@ func (m *Manager) start(ctx context.Context, sb *Sandbox, rt Runtime) error {
 	if err := os.Chmod(l.Workspace, 0o755); err != nil {
 		return err
 	}
+	root, err := m.rootSpec(ctx, sb.Template)
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	root.Writable = m.building[sb.ID]
+	m.mu.Unlock()
 	pid, err := rt.Start(ctx, sb, l, AgentArgs{
 		Binary: m.cfg.AgentBinary, Token: sb.AgentToken, OutputCap: m.cfg.OutputCap,
 		MaxCommands: m.cfg.MaxCommands, MaxHistory: m.cfg.MaxHistory, MaxUpload: m.cfg.MaxUpload,
+		Root: root,
 	})
 	if err != nil {
 		var ce *errcode.Error
@@ -428,6 +492,7 @@ func (m *Manager) start(ctx context.Context, sb *Sandbox, rt Runtime) error {
 		return err
 	}
 	sb.State, sb.UpdatedAt = apitype.StateRunning, time.Now().UTC()
+	m.restoreServices(ctx, sb.ID, c)
 	return nil
 }
 
@@ -484,6 +549,7 @@ func (m *Manager) Delete(ctx context.Context, id string) error {
 	m.mu.Lock()
 	delete(m.locks, id)
 	delete(m.lastUse, id)
+	delete(m.building, id)
 	m.mu.Unlock()
 	return nil
 }
@@ -947,6 +1013,9 @@ func (m *Manager) Commands(ctx context.Context, sandboxID string) ([]*CommandRec
 // marks the others failed, and removes sandbox directories the store does
 // not know.
 func (m *Manager) Recover(ctx context.Context) error {
+	if err := m.recoverTemplates(ctx); err != nil {
+		return err
+	}
 	all, err := m.store.ListSandboxes(ctx)
 	if err != nil {
 		return err
@@ -955,8 +1024,9 @@ func (m *Manager) Recover(ctx context.Context) error {
 	for _, sb := range all {
 		known[sb.ID] = true
 		switch {
-		case sb.State == apitype.StateStopping:
-			m.log.InfoContext(ctx, "finishing interrupted delete", "sandbox_id", sb.ID)
+		case sb.State == apitype.StateStopping || sb.Labels[buildLabel] != "":
+			// A build sandbox's build died with the last daemon.
+			m.log.InfoContext(ctx, "removing the sandbox of an interrupted delete or template build", "sandbox_id", sb.ID)
 			m.teardown(ctx, sb)
 			if err := m.store.DeleteSandbox(ctx, sb.ID); err != nil {
 				return err
@@ -1061,6 +1131,7 @@ func (m *Manager) adopt(ctx context.Context, sb *Sandbox) error {
 		// crash shows up in GET .../commands/{id} but not in the list.)
 		return nil
 	}
+	m.restoreServices(ctx, sb.ID, c)
 	live, err := c.Commands(ctx)
 	if err != nil {
 		return nil // the watchers will notice
@@ -1115,6 +1186,9 @@ const agentCheckInterval = time.Second
 // Run watches live sandboxes until ctx ends: one whose agent died (killed,
 // crashed, out of memory) is marked failed with reason agent_lost.
 func (m *Manager) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() { m.runPools(ctx) })
 	t := time.NewTicker(agentCheckInterval)
 	defer t.Stop()
 	for {
@@ -1210,7 +1284,9 @@ func (m *Manager) Count(ctx context.Context) (map[string]int, error) {
 	}
 	out := map[string]int{}
 	for _, sb := range all {
-		out[sb.State]++
+		if sb.Pool == "" { // pool members are counted by Pools
+			out[sb.State]++
+		}
 	}
 	return out, nil
 }

@@ -61,6 +61,8 @@ type AgentArgs struct {
 	MaxCommands int
 	MaxHistory  int
 	MaxUpload   int64
+	// Root is what the sandbox's root is made of (isolated runtimes).
+	Root RootSpec
 }
 
 // OCIConfig configures the isolated runtimes.

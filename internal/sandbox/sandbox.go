@@ -23,6 +23,13 @@ type Sandbox struct {
 	// UID is the unprivileged host uid an isolated sandbox runs as, unique
 	// among live sandboxes; 0 for the process runtime.
 	UID int
+	// Template is the ID of the template the sandbox's root is made from;
+	// "" for the built-in base template.
+	Template string
+	// Pool, while set, is the warm pool the sandbox waits in, unclaimed.
+	// A claim clears it and gives the sandbox its caller's name, env,
+	// labels and idle policy.
+	Pool string
 
 	// AgentPID is the agent's host PID (process runtime) or 0.
 	AgentPID int
@@ -95,4 +102,19 @@ type Store interface {
 	ListCommands(ctx context.Context, sandboxID string, limit int) ([]*CommandRecord, error)
 	// PruneCommands deletes the oldest finished commands beyond keep.
 	PruneCommands(ctx context.Context, sandboxID string, keep int) error
+
+	// PutService stores a service intent, replacing one of the same name.
+	PutService(ctx context.Context, s *ServiceIntent) error
+	// ListServices returns a sandbox's service intents, by name.
+	ListServices(ctx context.Context, sandboxID string) ([]*ServiceIntent, error)
+	DeleteService(ctx context.Context, sandboxID, name string) error
+
+	// ClaimPooled takes the oldest running sandbox of pool out of it and
+	// gives it claim's name, env, labels, idle policy and times, in one
+	// statement: two claims never get the same sandbox. It returns
+	// errcode.NotFound when the pool is empty, and Conflict "name_taken"
+	// when claim's name is used.
+	ClaimPooled(ctx context.Context, pool string, claim *Sandbox) (*Sandbox, error)
+
+	TemplateStore
 }

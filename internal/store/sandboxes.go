@@ -26,10 +26,12 @@ func mustJSON(v any) string {
 // CreateSandbox inserts a sandbox.
 func (db *DB) CreateSandbox(ctx context.Context, sb *sandbox.Sandbox) error {
 	_, err := db.w.ExecContext(ctx, `INSERT INTO sandboxes
-		(id, name, runtime, state, reason, env, labels, agent_pid, agent_token, created_at, updated_at, resources, uid, idle)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
+		(id, name, runtime, state, reason, env, labels, agent_pid, agent_token, created_at, updated_at, resources, uid, idle,
+		 template, pool)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`,
 		sb.ID, nullString(sb.Name), sb.Runtime, sb.State, sb.Reason, mustJSON(sb.Env), mustJSON(sb.Labels),
-		sb.AgentPID, sb.AgentToken, formatTime(sb.CreatedAt), formatTime(sb.UpdatedAt), mustJSON(sb.Resources), sb.UID, mustJSON(sb.Idle))
+		sb.AgentPID, sb.AgentToken, formatTime(sb.CreatedAt), formatTime(sb.UpdatedAt), mustJSON(sb.Resources), sb.UID, mustJSON(sb.Idle),
+		sb.Template, sb.Pool)
 	if isUnique(err) {
 		return errcode.WithReason(errcode.Conflict, "name_taken", "a sandbox named %q exists", sb.Name)
 	}
@@ -37,14 +39,14 @@ func (db *DB) CreateSandbox(ctx context.Context, sb *sandbox.Sandbox) error {
 }
 
 const sandboxColumns = `id, name, runtime, state, reason, env, labels, agent_pid, agent_token, created_at, updated_at,
-	resources, uid, idle`
+	resources, uid, idle, template, pool`
 
 func scanSandbox(row interface{ Scan(...any) error }) (*sandbox.Sandbox, error) {
 	var sb sandbox.Sandbox
 	var name sql.NullString
 	var env, labels, created, updated, resources, idle string
 	if err := row.Scan(&sb.ID, &name, &sb.Runtime, &sb.State, &sb.Reason, &env, &labels,
-		&sb.AgentPID, &sb.AgentToken, &created, &updated, &resources, &sb.UID, &idle); err != nil {
+		&sb.AgentPID, &sb.AgentToken, &created, &updated, &resources, &sb.UID, &idle, &sb.Template, &sb.Pool); err != nil {
 		return nil, err
 	}
 	_ = json.Unmarshal([]byte(resources), &sb.Resources)
@@ -98,6 +100,20 @@ func (db *DB) SetSandboxState(ctx context.Context, id, state, reason string, age
 		return errcode.WithReason(errcode.NotFound, "sandbox_not_found", "sandbox %q not found", id)
 	}
 	return nil
+}
+
+// ClaimPooled takes the oldest running sandbox out of pool for claim.
+func (db *DB) ClaimPooled(ctx context.Context, pool string, claim *sandbox.Sandbox) (*sandbox.Sandbox, error) {
+	t := now()
+	sb, err := scanSandbox(db.w.QueryRowContext(ctx, `UPDATE sandboxes
+		SET pool = '', name = $1, env = $2, labels = $3, idle = $4, created_at = $5, updated_at = $5
+		WHERE id = (SELECT id FROM sandboxes WHERE pool = $6 AND state = 'running' ORDER BY created_at, id LIMIT 1)
+		RETURNING `+sandboxColumns,
+		nullString(claim.Name), mustJSON(claim.Env), mustJSON(claim.Labels), mustJSON(claim.Idle), t, pool))
+	if isUnique(err) {
+		return nil, errcode.WithReason(errcode.Conflict, "name_taken", "a sandbox named %q exists", claim.Name)
+	}
+	return sb, notFound(err, "pool", pool)
 }
 
 // DeleteSandbox deletes a sandbox and its commands.

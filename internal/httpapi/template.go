@@ -1,0 +1,144 @@
+package httpapi
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+
+	"github.com/berthdev/berth/internal/apitype"
+	"github.com/berthdev/berth/internal/errcode"
+	"github.com/berthdev/berth/internal/ident"
+	"github.com/berthdev/berth/internal/sandbox"
+	"github.com/berthdev/berth/internal/wire"
+)
+
+// maxBuildBody bounds a template build request: copy steps carry their
+// files inline.
+const maxBuildBody = 32 << 20
+
+// DefaultMaxImport bounds an imported image archive.
+const DefaultMaxImport = 8 << 30
+
+func (s *Server) handleListTemplates() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		list, err := s.cfg.Sandboxes.Templates(r.Context())
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		out := apitype.TemplateList{Templates: []apitype.Template{}}
+		for _, t := range list {
+			out.Templates = append(out.Templates, sandbox.TemplateInfo(t))
+		}
+		wire.Encode(w, http.StatusOK, out)
+	})
+}
+
+func (s *Server) handleGetTemplate() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		t, err := s.cfg.Sandboxes.Template(r.Context(), r.PathValue("name"))
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		wire.Encode(w, http.StatusOK, sandbox.TemplateInfo(t))
+	})
+}
+
+// handleTemplateLog answers a built template's build log, as text.
+func (s *Server) handleTemplateLog() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		t, err := s.cfg.Sandboxes.Template(r.Context(), r.PathValue("name"))
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		f, err := os.Open(filepath.Join(s.cfg.DataDir, "templates", t.ID, "build.log"))
+		if err != nil || t.ID == "" {
+			s.fail(w, r, errcode.WithReason(errcode.NotFound, "log_not_found", "template %q has no build log", t.Name))
+			return
+		}
+		defer f.Close()
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = io.Copy(w, f)
+	})
+}
+
+func (s *Server) handleBuildTemplate() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req apitype.BuildTemplateRequest
+		if err := wire.DecodeJSON(http.MaxBytesReader(w, r.Body, maxBuildBody), &req); err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		t, err := s.cfg.Sandboxes.BuildTemplate(r.Context(), req)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		w.Header().Set("Location", "/v1/templates/"+t.Name)
+		wire.Encode(w, http.StatusAccepted, sandbox.TemplateInfo(t))
+	})
+}
+
+// handleImportTemplate takes an image archive (OCI layout tar or docker
+// save) as the body, spools it to disk, and unpacks it into a template.
+func (s *Server) handleImportTemplate() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		limit := s.cfg.MaxImport
+		if limit <= 0 {
+			limit = DefaultMaxImport
+		}
+		if r.ContentLength > limit {
+			s.fail(w, r, errcode.WithReason(errcode.PayloadTooLarge, "image_too_large",
+				"the image archive is %d bytes, more than the limit of %d", r.ContentLength, limit))
+			return
+		}
+		dir := filepath.Join(s.cfg.DataDir, "templates")
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		spool := filepath.Join(dir, "import-"+ident.New("")+".tar")
+		defer os.Remove(spool)
+		f, err := os.OpenFile(spool, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		_, err = io.Copy(f, http.MaxBytesReader(w, r.Body, limit))
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			s.fail(w, r, errcode.WithReason(errcode.PayloadTooLarge, "image_too_large",
+				"the image archive is larger than the limit of %d bytes", limit))
+			return
+		}
+		if err != nil {
+			s.fail(w, r, errcode.Wrap(errcode.Invalid, err, "reading the image archive"))
+			return
+		}
+		t, err := s.cfg.Sandboxes.ImportTemplate(r.Context(), q.Get("name"), spool, q.Get("ref"))
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		w.Header().Set("Location", "/v1/templates/"+t.Name)
+		wire.Encode(w, http.StatusCreated, sandbox.TemplateInfo(t))
+	})
+}
+
+func (s *Server) handleDeleteTemplate() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := s.cfg.Sandboxes.DeleteTemplate(r.Context(), r.PathValue("name")); err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
+}

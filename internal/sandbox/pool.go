@@ -1,0 +1,233 @@
+package sandbox
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/berthdev/berth/internal/apitype"
+	"github.com/berthdev/berth/internal/errcode"
+)
+
+// Warm pools keep sandboxes started ahead of demand, so that a create
+// costs one database update instead of a container start. A pool member is
+// an ordinary running sandbox marked with its pool; it is not listed, has
+// no idle policy, and counts toward --max-sandboxes like any other (the
+// pool never takes the machine past its limits: a create that finds the
+// limit reached evicts a member rather than fail). A claim takes the
+// oldest member in one statement and hands it the caller's name, env,
+// labels and idle policy; env is applied per command, so nothing in the
+// sandbox has to change. The pool refills in the background.
+
+// PoolSpec is one warm pool: Size running sandboxes of Template on the
+// daemon's default runtime with default resources.
+type PoolSpec struct {
+	Template string
+	Size     int
+}
+
+// BaseTemplate names the built-in template: the host's system, read-only.
+const BaseTemplate = "base"
+
+// MaxPoolSize bounds one pool.
+const MaxPoolSize = 1000
+
+// ParsePoolSpec reads TEMPLATE=N, as --warm-pool takes it.
+func ParsePoolSpec(s string) (PoolSpec, error) {
+	name, n, ok := strings.Cut(s, "=")
+	size, err := strconv.Atoi(n)
+	if !ok || name == "" || err != nil || size < 0 || size > MaxPoolSize {
+		return PoolSpec{}, fmt.Errorf("warm pool %q must be TEMPLATE=N with N between 0 and %d", s, MaxPoolSize)
+	}
+	return PoolSpec{Template: name, Size: size}, nil
+}
+
+// PoolStatus is a pool's size and fill, for /v1/system and metrics.
+type PoolStatus struct {
+	Template string
+	Runtime  string
+	Size     int
+	Ready    int
+}
+
+// poolKey names a pool in the store: runtime and template.
+func poolKey(runtime, template string) string { return runtime + "/" + template }
+
+// poolFor returns the pool a create could claim from, or "".
+func (m *Manager) poolFor(spec CreateSpec) string {
+	if len(m.cfg.Pools) == 0 || spec.Lazy || spec.pool != "" {
+		return ""
+	}
+	rt := spec.Runtime
+	if rt == "" {
+		rt = m.cfg.DefaultRuntime
+	}
+	if rt != m.cfg.DefaultRuntime {
+		return ""
+	}
+	if r := spec.Resources; r != (Resources{}) && r.withDefaults() != DefaultResources {
+		return ""
+	}
+	tmpl := spec.Template
+	if tmpl == "" {
+		tmpl = BaseTemplate
+	}
+	for _, p := range m.cfg.Pools {
+		if p.Template == tmpl && p.Size > 0 {
+			return poolKey(rt, tmpl)
+		}
+	}
+	return ""
+}
+
+// claim takes a sandbox from pool for spec; ok is false when the pool is
+// empty and the caller must start one.
+func (m *Manager) claim(ctx context.Context, pool string, spec CreateSpec) (sb *Sandbox, ok bool, err error) {
+	c := &Sandbox{Name: spec.Name, Env: spec.Env, Labels: spec.Labels, Idle: DefaultIdle}
+	if spec.Idle != nil {
+		c.Idle = *spec.Idle
+	}
+	sb, err = m.store.ClaimPooled(ctx, pool, c)
+	if errcode.Is(err, errcode.NotFound) {
+		m.wakePools()
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	m.touch(sb.ID)
+	m.wakePools()
+	return sb, true, nil
+}
+
+func (m *Manager) wakePools() {
+	select {
+	case m.poolWake <- struct{}{}:
+	default:
+	}
+}
+
+// Pools reports every pool's fill.
+func (m *Manager) Pools(ctx context.Context) ([]PoolStatus, error) {
+	if len(m.cfg.Pools) == 0 {
+		return nil, nil
+	}
+	all, err := m.store.ListSandboxes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []PoolStatus
+	for _, p := range m.cfg.Pools {
+		st := PoolStatus{Template: p.Template, Runtime: m.cfg.DefaultRuntime, Size: p.Size}
+		key := poolKey(st.Runtime, p.Template)
+		for _, sb := range all {
+			if sb.Pool == key && sb.State == apitype.StateRunning {
+				st.Ready++
+			}
+		}
+		out = append(out, st)
+	}
+	return out, nil
+}
+
+// runPools keeps the pools full until ctx ends: one start at a time, so a
+// refill never competes with callers for more than one start's worth of
+// the machine.
+func (m *Manager) runPools(ctx context.Context) {
+	if len(m.cfg.Pools) == 0 {
+		return
+	}
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		for m.fillOne(ctx) {
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-m.poolWake:
+		}
+	}
+}
+
+// fillOne starts one sandbox for the first pool short of its size, and
+// reports whether it did.
+func (m *Manager) fillOne(ctx context.Context) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	all, err := m.store.ListSandboxes(ctx)
+	if err != nil {
+		return false
+	}
+	live := 0
+	members := map[string]int{}
+	for _, sb := range all {
+		if sb.Live() || sb.State == apitype.StateStopping {
+			live++
+		}
+		if sb.Pool != "" {
+			members[sb.Pool]++
+		}
+	}
+	if live >= m.cfg.MaxSandboxes {
+		return false // the pool only ever takes spare room
+	}
+	for _, p := range m.cfg.Pools {
+		key := poolKey(m.cfg.DefaultRuntime, p.Template)
+		if members[key] >= p.Size {
+			continue
+		}
+		tmpl := p.Template
+		if tmpl == BaseTemplate {
+			tmpl = ""
+		}
+		_, _, err := m.Create(ctx, CreateSpec{Template: tmpl, Idle: &IdlePolicy{}, pool: key})
+		if err != nil {
+			if ctx.Err() == nil {
+				m.log.ErrorContext(ctx, "filling warm pool", "template", p.Template, "err", err)
+			}
+			return false
+		}
+		return true
+	}
+	return false
+}
+
+// evictPooled deletes one pool member to make room for a caller's
+// sandbox, and reports whether there was one.
+func (m *Manager) evictPooled(ctx context.Context) bool {
+	all, err := m.store.ListSandboxes(ctx)
+	if err != nil {
+		return false
+	}
+	for _, sb := range all {
+		if sb.Pool != "" {
+			if err := m.Delete(ctx, sb.ID); err != nil {
+				m.log.ErrorContext(ctx, "evicting a pooled sandbox", "sandbox_id", sb.ID, "err", err)
+				return false
+			}
+			return true
+		}
+	}
+	return false
+}
+
+// DrainPools deletes every unclaimed pool member: at shutdown, so that a
+// stopped daemon leaves only its callers' sandboxes running.
+func (m *Manager) DrainPools(ctx context.Context) {
+	all, err := m.store.ListSandboxes(ctx)
+	if err != nil {
+		return
+	}
+	for _, sb := range all {
+		if sb.Pool != "" {
+			if err := m.Delete(ctx, sb.ID); err != nil {
+				m.log.ErrorContext(ctx, "draining warm pool", "sandbox_id", sb.ID, "err", err)
+			}
+		}
+	}
+}

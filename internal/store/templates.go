@@ -1,0 +1,74 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/berthdev/berth/internal/errcode"
+	"github.com/berthdev/berth/internal/sandbox"
+)
+
+const templateColumns = `id, name, state, reason, source, base, config, size_bytes, created_at, updated_at`
+
+func scanTemplate(row interface{ Scan(...any) error }) (*sandbox.Template, error) {
+	var t sandbox.Template
+	var config, created, updated string
+	if err := row.Scan(&t.ID, &t.Name, &t.State, &t.Reason, &t.Source, &t.Base, &config, &t.SizeBytes,
+		&created, &updated); err != nil {
+		return nil, err
+	}
+	_ = json.Unmarshal([]byte(config), &t.Config)
+	t.CreatedAt, t.UpdatedAt = parseTime(created), parseTime(updated)
+	return &t, nil
+}
+
+// CreateTemplate inserts a template; a name in use is Conflict
+// "template_exists".
+func (db *DB) CreateTemplate(ctx context.Context, t *sandbox.Template) error {
+	_, err := db.w.ExecContext(ctx, `INSERT INTO templates (`+templateColumns+`)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+		t.ID, t.Name, t.State, t.Reason, t.Source, t.Base, mustJSON(t.Config), t.SizeBytes,
+		formatTime(t.CreatedAt), formatTime(t.UpdatedAt))
+	if isUnique(err) {
+		return errcode.WithReason(errcode.Conflict, "template_exists", "a template named %q exists; remove it first", t.Name)
+	}
+	return err
+}
+
+// UpdateTemplate stores a template's state, reason, config and size.
+func (db *DB) UpdateTemplate(ctx context.Context, t *sandbox.Template) error {
+	_, err := db.w.ExecContext(ctx, `UPDATE templates SET state = $1, reason = $2, config = $3, size_bytes = $4,
+		updated_at = $5 WHERE id = $6`, t.State, t.Reason, mustJSON(t.Config), t.SizeBytes, now(), t.ID)
+	return err
+}
+
+// GetTemplate returns a template by name or ID.
+func (db *DB) GetTemplate(ctx context.Context, nameOrID string) (*sandbox.Template, error) {
+	t, err := scanTemplate(db.db.QueryRowContext(ctx,
+		`SELECT `+templateColumns+` FROM templates WHERE name = $1 OR id = $1`, nameOrID))
+	return t, notFound(err, "template", nameOrID)
+}
+
+// ListTemplates returns every template by name.
+func (db *DB) ListTemplates(ctx context.Context) ([]*sandbox.Template, error) {
+	rows, err := db.db.QueryContext(ctx, `SELECT `+templateColumns+` FROM templates ORDER BY name`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*sandbox.Template
+	for rows.Next() {
+		t, err := scanTemplate(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	return out, rows.Err()
+}
+
+// DeleteTemplate deletes a template's record.
+func (db *DB) DeleteTemplate(ctx context.Context, id string) error {
+	_, err := db.w.ExecContext(ctx, `DELETE FROM templates WHERE id = $1`, id)
+	return err
+}
