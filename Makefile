@@ -22,7 +22,7 @@ FUZZTIME    ?= 20s
 # so this is the pseudo-version of a commit on its `go` branch.
 RUNSC_VERSION := v0.0.0-20260905035102-160fafc42237
 
-.PHONY: deps build runsc run test bench lint fuzz clean
+.PHONY: deps build runsc run test bench toolbox lint fuzz clean
 
 ## deps: install the system packages Berth needs (only what is missing).
 deps:
@@ -61,6 +61,11 @@ test: deps build runsc
 bench: build
 	go test -run '^$$' -bench . -benchtime 200x -count 1 ./internal/bench/...
 
+## toolbox: install the toolbox's Debian packages and build the "toolbox"
+## template against the daemon of ./.berth (start it with make run first).
+toolbox: build
+	BERTH=$(BIN) templates/toolbox/build.sh
+
 ## lint: vet, gofmt, staticcheck and a tidy go.mod.
 lint:
 	go vet ./...
@@ -75,6 +80,7 @@ lint:
 fuzz:
 	go test -run '^$$' -fuzz '^FuzzCleanPath$$' -fuzztime $(FUZZTIME) ./internal/agent
 	go test -run '^$$' -fuzz '^FuzzDecodeJSON$$' -fuzztime $(FUZZTIME) ./internal/wire
+	go test -run '^$$' -fuzz '^FuzzUnpack$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 0 ./internal/image
 
 ## clean: remove build output (never the data directory ./.berth).
 clean:

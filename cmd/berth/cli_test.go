@@ -551,6 +551,8 @@ func TestServeValidation(t *testing.T) {
 		{"extra args", nil, []string{"now"}, "berth:"},
 		{"env log format", []string{"BERTH_LOG_FORMAT=yaml"}, nil, "--log-format"},
 		{"env size", []string{"BERTH_OUTPUT_CAP=lots"}, nil, "BERTH_OUTPUT_CAP"},
+		{"warm pool", nil, []string{"--warm-pool", "base"}, "--warm-pool"},
+		{"warm pool size", nil, []string{"--warm-pool", "base=-1"}, "--warm-pool"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

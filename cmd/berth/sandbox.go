@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -187,6 +188,41 @@ func (a *app) sandboxCommand() *cobra.Command {
 	pause := lifecycle("pause", "Freeze sandboxes (memory kept, no CPU; any call resumes them)", (*client.Client).PauseSandbox)
 	resume := lifecycle("resume", "Thaw paused sandboxes", (*client.Client).ResumeSandbox)
 	hibernate := lifecycle("hibernate", "Stop sandboxes' processes and keep their files (any call wakes them)", (*client.Client).HibernateSandbox)
-	cmd.AddCommand(create, ls, get, rm, pause, resume, hibernate)
+	var ttl time.Duration
+	var previewJSON bool
+	preview := &cobra.Command{
+		Use:   "preview SANDBOX PORT",
+		Short: "Print a browser link to a port of the sandbox (it sets the preview cookie)",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			port, err := strconv.Atoi(args[1])
+			if err != nil {
+				return usageError{fmt.Errorf("PORT %q is not a number", args[1])}
+			}
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			p, err := c.Preview(cmd.Context(), args[0], port, ttl)
+			if err != nil {
+				return err
+			}
+			if previewJSON {
+				return a.printJSON(p)
+			}
+			if p.AuthURL == "" {
+				fmt.Fprintln(a.stdout, p.PathURL)
+				fmt.Fprintln(a.stderr, "host-based previews are off (berth serve --preview-domain); this URL takes an API key")
+				return nil
+			}
+			fmt.Fprintln(a.stdout, p.AuthURL)
+			fmt.Fprintf(a.stderr, "open the link before %s; then %s works in that browser\n",
+				p.ExpiresAt.Local().Format(time.DateTime), p.URL)
+			return nil
+		},
+	}
+	preview.Flags().DurationVar(&ttl, "ttl", 15*time.Minute, "how long the link is valid (at most 168h)")
+	preview.Flags().BoolVar(&previewJSON, "json", false, "print URL, token and link as JSON")
+	cmd.AddCommand(create, ls, get, rm, pause, resume, hibernate, preview)
 	return cmd
 }

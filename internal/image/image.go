@@ -13,7 +13,6 @@ import (
 	"os"
 	"path"
 	"runtime"
-	"slices"
 	"strings"
 	"syscall"
 
@@ -73,7 +72,8 @@ type layer struct {
 // order, to dst, which must be an existing empty directory. It returns the
 // image's configuration.
 //
-// On error dst is left as far as Unpack got: callers unpack into a temporary
+// Unpack checks ctx between tar entries. On error, including cancellation,
+// dst is left as far as Unpack got: callers unpack into a temporary
 // directory and rename it into place on success. Unpack is safe to call
 // concurrently for different destinations.
 func Unpack(ctx context.Context, src, dst string, opts Options) (*Config, error) {
@@ -175,11 +175,12 @@ func isIndex(mediaType string) bool {
 // manifest for the platform wins, as variants are listed in preference order.
 func pick(descs []v1.Descriptor, ref, arch string, top bool) (v1.Descriptor, error) {
 	var cands, plat []v1.Descriptor
+	seen := make(map[digest.Digest]bool) // an image tagged twice is still one image
 	for _, d := range descs {
-		dup := slices.ContainsFunc(cands, func(c v1.Descriptor) bool { return c.Digest == d.Digest })
-		if !dup && (ref == "" || d.Digest.String() == ref ||
+		if !seen[d.Digest] && (ref == "" || d.Digest.String() == ref ||
 			refMatches(ref, d.Annotations[v1.AnnotationRefName], d.Annotations[containerdNameAnnotation])) {
-			cands = append(cands, d) // an image tagged twice is still one image
+			seen[d.Digest] = true
+			cands = append(cands, d)
 		}
 	}
 	if len(cands) == 1 {

@@ -1,0 +1,97 @@
+package main_test
+
+import (
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/berthdev/berth/internal/daemon"
+	"github.com/berthdev/berth/internal/testenv"
+)
+
+// TestServiceAndPreview runs the README's web-app tour: a service, its
+// logs, the port through the API and a preview link.
+func TestServiceAndPreview(t *testing.T) {
+	t.Parallel()
+	testenv.NeedCommand(t, "python3")
+	d := testenv.StartDaemon(t, func(c *daemon.Config) { c.PreviewDomain = "localhost" })
+	c := newCLI(t, d)
+	id := c.newSandbox()
+	port := testenv.FreePort(t)
+	p := strconv.Itoa(port)
+
+	r := c.ok("service", "run", id, "web", "--port", p, "--ready-tcp", "--restart", "always", "--",
+		"python3", "-m", "http.server", p, "--bind", "127.0.0.1")
+	if !strings.HasPrefix(r.stdout, "web ") {
+		t.Errorf("service run printed %q", r.stdout)
+	}
+	testenv.Eventually(t, 30*time.Second, "the service to be ready", func() bool {
+		return strings.Contains(c.ok("service", "ls", id).stdout, "running  ") &&
+			strings.Contains(c.ok("service", "get", id, "web").stdout, `"ready": true`)
+	})
+	req, _ := http.NewRequest(http.MethodGet, d.URL+"/v1/sandboxes/"+id+"/ports/"+p+"/", nil)
+	req.Header.Set("Authorization", "Bearer "+d.Token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET through the port = %v, %v", resp, err)
+	}
+	resp.Body.Close()
+	testenv.Eventually(t, 10*time.Second, "the request in the service's log", func() bool {
+		return strings.Contains(c.ok("service", "logs", id, "web").stdout, `"GET / HTTP/1.1" 200`)
+	})
+	if link := c.ok("sandbox", "preview", id, p).stdout; !strings.Contains(link, "/__berth/auth?") || !strings.Contains(link, p+"-sbx-") {
+		t.Errorf("sandbox preview printed %q, want a signed link to the port's host", link)
+	}
+	c.fails(2, "PORT", "sandbox", "preview", id, "eighty")
+	c.fails(1, "port_invalid", "sandbox", "preview", id, "70000")
+
+	if st := c.ok("service", "stop", id, "web").stdout; !strings.Contains(st, `"status": "stopped"`) {
+		t.Errorf("service stop printed %s", st)
+	}
+	c.ok("service", "start", id, "web")
+	c.ok("service", "rm", id, "web")
+	c.fails(1, "service_not_found", "service", "get", id, "web")
+	c.fails(1, "invalid", "service", "run", id, "Bad_Name", "--", "true")
+	c.fails(2, "", "service", "run", id, "web")
+}
+
+// TestTemplateCommands builds a template with a copied file and starts a
+// sandbox from it, through the CLI.
+func TestTemplateCommands(t *testing.T) {
+	t.Parallel()
+	if testenv.Runtime() == "process" {
+		t.Skip("templates need an isolated runtime; make test runs this on container and gvisor")
+	}
+	d := testenv.StartDaemon(t, nil)
+	c := newCLI(t, d)
+	if err := os.WriteFile(filepath.Join(c.dir, "notes.txt"), []byte("seeded\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := c.ok("template", "build", "notes", "--copy", "notes.txt:notes.txt", "--run", "echo built > built.txt", "-e", "NOTES=1")
+	if !strings.HasPrefix(r.stdout, "notes ready") {
+		t.Errorf("template build printed %q", r.stdout)
+	}
+	if ls := c.ok("template", "ls").stdout; !strings.Contains(ls, "base") || !strings.Contains(ls, "notes") {
+		t.Errorf("template ls = %q", ls)
+	}
+	if log := c.ok("template", "log", "notes").stdout; !strings.Contains(log, "==> step 2: echo built") {
+		t.Errorf("template log = %q", log)
+	}
+	id := strings.TrimSpace(c.ok("sandbox", "create", "--template", "notes").stdout)
+	if out := c.ok("exec", id, "--", "sh", "-c", "cat /template/notes.txt /template/built.txt; echo $NOTES").stdout; out != "seeded\nbuilt\n1\n" {
+		t.Errorf("in a sandbox of the template: %q", out)
+	}
+	c.fails(1, "template_in_use", "template", "rm", "notes")
+	c.ok("sandbox", "rm", id)
+	c.ok("template", "rm", "notes")
+	c.fails(1, "template_not_found", "template", "get", "notes")
+	r = c.run("template", "build", "broken", "--run", "exit 7")
+	if r.code != 1 || !strings.Contains(r.stderr, "code 7") {
+		t.Errorf("%v\nwant exit 1 naming the failed step", r)
+	}
+	c.fails(1, "image_invalid", "template", "import", "x", "/dev/null")
+}
