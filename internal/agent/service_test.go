@@ -163,7 +163,6 @@ func (ta *testAgent) logText(t *testing.T, name string) string {
 	return l.Data
 }
 
-
 // waitGroupGone fails t unless process group pgid empties within a bound
 // (the agent's reaper collects the zombies of escaped members each second).
 func waitGroupGone(t *testing.T, pgid int) {
@@ -180,7 +179,6 @@ func waitGroupGone(t *testing.T, pgid int) {
 	}
 	t.Fatalf("process group %d still has %v", pgid, left)
 }
-
 
 func needPython(t *testing.T) {
 	t.Helper()

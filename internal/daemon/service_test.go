@@ -50,7 +50,6 @@ func serviceLogs(t *testing.T, c *client.Client, sbID, name string) string {
 	return string(b)
 }
 
-
 // httpServer is a service running python3's HTTP server in the workspace.
 func httpServer(port int) apitype.ServiceSpec {
 	return apitype.ServiceSpec{
