@@ -31,8 +31,8 @@ var hostSystemDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64
 // libraries, certificates, time zones and the like. Never secrets.
 var hostEtc = []string{
 	"alternatives", "bash.bashrc", "ca-certificates", "ca-certificates.conf", "debian_version",
-	"environment", "fonts", "gai.conf", "host.conf", "inputrc", "ld.so.cache", "ld.so.conf",
-	"ld.so.conf.d", "locale.alias", "localtime", "login.defs", "magic", "magic.mime", "mime.types",
+	"environment", "fonts", "gai.conf", "host.conf", "ImageMagick-6", "inputrc", "ld.so.cache", "ld.so.conf",
+	"ld.so.conf.d", "locale.alias", "localtime", "login.defs", "magic", "magic.mime", "matplotlibrc", "mime.types",
 	"netconfig", "networks", "nsswitch.conf", "os-release", "profile", "profile.d", "protocols",
 	"python3", "python3.11", "rpc", "services", "shells", "ssl/certs", "ssl/openssl.cnf", "timezone",
 	"xattr.conf",

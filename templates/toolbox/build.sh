@@ -60,4 +60,4 @@ fi
 	--run 'python3 .toolbox/check.py' \
 	--run 'node --version && tsc --version && pandoc --version | head -1 && tesseract --version 2>&1 | head -1' \
 	--run 'convert -version | head -1 && pdftotext -v 2>&1 | head -1 && weasyprint --version' \
-	--run 'rm -r .toolbox'
+	--run 'rm -rf .toolbox .cache .config'
