@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -56,6 +58,17 @@ func TestWarmPoolClaimAndRefill(t *testing.T) {
 	}
 	if list, err := d.Client.ListSandboxes(ctx); err != nil || len(list) != 0 {
 		t.Fatalf("ListSandboxes with only pool members = %v, %v; want none", list, err)
+	}
+	req, _ := http.NewRequest(http.MethodGet, d.URL+"/metrics", nil)
+	req.Header.Set("Authorization", "Bearer "+d.Token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(metrics), `berth_warm_pool_ready{template="base"} 2`) {
+		t.Errorf("metrics lack the pool gauge at 2:\n%s", grepLines(string(metrics), "berth_"))
 	}
 	before := sandboxDirs(t, d)
 	sb, err := d.Client.CreateSandbox(ctx, apitype.CreateSandboxRequest{Name: "claimed", Env: map[string]string{"GREETING": "hi"},
@@ -200,4 +213,14 @@ func TestCreateByNameIsIdempotentUnderConcurrency(t *testing.T) {
 			}
 		})
 	}
+}
+
+func grepLines(s, substr string) string {
+	var out []string
+	for line := range strings.SplitSeq(s, "\n") {
+		if strings.Contains(line, substr) {
+			out = append(out, line)
+		}
+	}
+	return strings.Join(out, "\n")
 }
