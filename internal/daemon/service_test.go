@@ -65,10 +65,31 @@ func TestServiceLifecycle(t *testing.T) {
 	d := testenv.StartDaemon(t, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	sb, err := d.Client.CreateSandbox(ctx, apitype.CreateSandboxRequest{})
+	sb, err := d.Client.CreateSandbox(ctx, apitype.CreateSandboxRequest{Env: map[string]string{"SANDBOX_VAR": "from-sandbox"}})
 	if err != nil {
 		t.Fatal(err)
 	}
+
+	t.Run("the sandbox's env reaches services, and is not echoed", func(t *testing.T) {
+		svc, err := d.Client.PutService(ctx, sb.ID, apitype.ServiceSpec{Name: "env", Command: "echo $SANDBOX_VAR $OWN_VAR; sleep 600",
+			Env: map[string]string{"OWN_VAR": "own"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, leaked := svc.Spec.Env["SANDBOX_VAR"]; leaked || svc.Spec.Env["OWN_VAR"] != "own" {
+			t.Errorf("service spec env = %v, want the service's own only", svc.Spec.Env)
+		}
+		testenv.Eventually(t, 30*time.Second, "the service's output", func() bool {
+			return strings.Contains(serviceLogs(t, d.Client, sb.ID, "env"), "from-sandbox own\n")
+		})
+		list, err := d.Client.Services(ctx, sb.ID)
+		if err != nil || len(list) != 1 || list[0].Spec.Env["SANDBOX_VAR"] != "" {
+			t.Errorf("Services = %+v, %v; want one, without the sandbox's env", list, err)
+		}
+		if err := d.Client.DeleteService(ctx, sb.ID, "env"); err != nil {
+			t.Fatal(err)
+		}
+	})
 
 	t.Run("crash loop gives up after max_restarts", func(t *testing.T) {
 		svc, err := d.Client.PutService(ctx, sb.ID, apitype.ServiceSpec{

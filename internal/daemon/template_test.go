@@ -18,6 +18,7 @@ import (
 	"github.com/berthdev/berth/internal/apitype"
 	"github.com/berthdev/berth/internal/daemon"
 	"github.com/berthdev/berth/internal/errcode"
+	"github.com/berthdev/berth/internal/sandbox"
 	"github.com/berthdev/berth/internal/testenv"
 )
 
@@ -307,5 +308,45 @@ func TestCreateWithUnknownTemplate(t *testing.T) {
 	}
 	if list, _ := d.Client.ListSandboxes(context.Background()); len(list) != 0 {
 		t.Errorf("sandboxes = %v, want none", list)
+	}
+}
+
+// TestTemplatePool keeps warm pools of base and of a built template: the
+// build does not take a base pool member (its root would be read-only),
+// and a claim from the template's pool keeps the template's env.
+func TestTemplatePool(t *testing.T) {
+	t.Parallel()
+	needIsolated(t)
+	d := testenv.StartDaemon(t, func(c *daemon.Config) {
+		c.WarmPools = []sandbox.PoolSpec{{Template: "base", Size: 1}, {Template: "pooled", Size: 1}}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	testenv.Eventually(t, 60*time.Second, "the base pool to fill", func() bool {
+		sys, err := d.Client.System(ctx)
+		return err == nil && sys.Counts.Pooled == 1
+	})
+	if _, err := d.Client.BuildTemplate(ctx, apitype.BuildTemplateRequest{Name: "pooled", Env: map[string]string{"TPL_VAR": "tpl"},
+		Steps: []apitype.TemplateStep{{Run: "mkdir -p /opt/x && echo layer > /opt/x/f"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if tpl := waitTemplate(t, d.Client, "pooled"); tpl.State != apitype.TemplateReady {
+		log, _ := d.Client.TemplateLog(ctx, "pooled")
+		t.Fatalf("build with a base pool = %+v\n%s", tpl, log)
+	}
+	testenv.Eventually(t, 60*time.Second, "both pools to fill", func() bool {
+		sys, err := d.Client.System(ctx)
+		return err == nil && sys.Counts.Pooled == 2
+	})
+	sb, err := d.Client.CreateSandbox(ctx, apitype.CreateSandboxRequest{Template: "pooled", Env: map[string]string{"OWN": "own"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sys, _ := d.Client.System(ctx); sys.Counts.Sandboxes != 1 {
+		t.Errorf("after the claim: %+v", sys.Counts)
+	}
+	rec := runIn(t, d.Client, sb.ID, apitype.CreateCommandRequest{Command: "echo $TPL_VAR $OWN; cat /opt/x/f"})
+	if rec.Stdout != "tpl own\nlayer\n" {
+		t.Errorf("in a sandbox claimed from the template's pool: %q %q", rec.Stdout, rec.Stderr)
 	}
 }

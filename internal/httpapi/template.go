@@ -88,6 +88,11 @@ func (s *Server) handleBuildTemplate() http.Handler {
 func (s *Server) handleImportTemplate() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
+		// The name first: a bad or taken one fails before the upload.
+		if err := s.cfg.Sandboxes.CheckNewTemplateName(r.Context(), q.Get("name")); err != nil {
+			s.fail(w, r, err)
+			return
+		}
 		limit := s.cfg.MaxImport
 		if limit <= 0 {
 			limit = DefaultMaxImport

@@ -301,18 +301,6 @@ func (m *Manager) Create(ctx context.Context, spec CreateSpec) (sb *Sandbox, cre
 			return nil, false, err
 		}
 	}
-	if pool := m.poolFor(spec); pool != "" {
-		sb, ok, err := m.claim(ctx, pool, spec)
-		if errcode.ReasonOf(err) == "name_taken" {
-			if existing, gerr := m.store.GetSandboxByName(ctx, spec.Name); gerr == nil {
-				return existing, false, nil
-			}
-		}
-		if err != nil || ok {
-			return sb, ok, err
-		}
-	}
-
 	tmpl, err := m.readyTemplate(ctx, spec.Template)
 	if err != nil {
 		return nil, false, err
@@ -324,6 +312,18 @@ func (m *Manager) Create(ctx context.Context, spec CreateSpec) (sb *Sandbox, cre
 		env := maps.Clone(tmpl.Config.Env)
 		maps.Copy(env, spec.Env)
 		spec.Env = env
+	}
+	// A claim keeps the template's env too: env is applied per command.
+	if pool := m.poolFor(spec); pool != "" {
+		sb, ok, err := m.claim(ctx, pool, spec)
+		if errcode.ReasonOf(err) == "name_taken" {
+			if existing, gerr := m.store.GetSandboxByName(ctx, spec.Name); gerr == nil {
+				return existing, false, nil
+			}
+		}
+		if err != nil || ok {
+			return sb, ok, err
+		}
 	}
 
 	now := time.Now().UTC()
@@ -492,7 +492,7 @@ func (m *Manager) start(ctx context.Context, sb *Sandbox, rt Runtime) error {
 		return err
 	}
 	sb.State, sb.UpdatedAt = apitype.StateRunning, time.Now().UTC()
-	m.restoreServices(ctx, sb.ID, c)
+	m.restoreServices(ctx, sb.ID, c, false)
 	return nil
 }
 
@@ -1131,7 +1131,7 @@ func (m *Manager) adopt(ctx context.Context, sb *Sandbox) error {
 		// crash shows up in GET .../commands/{id} but not in the list.)
 		return nil
 	}
-	m.restoreServices(ctx, sb.ID, c)
+	m.restoreServices(ctx, sb.ID, c, true)
 	live, err := c.Commands(ctx)
 	if err != nil {
 		return nil // the watchers will notice

@@ -57,7 +57,7 @@ func poolKey(runtime, template string) string { return runtime + "/" + template 
 
 // poolFor returns the pool a create could claim from, or "".
 func (m *Manager) poolFor(spec CreateSpec) string {
-	if len(m.cfg.Pools) == 0 || spec.Lazy || spec.pool != "" {
+	if len(m.cfg.Pools) == 0 || spec.Lazy || spec.pool != "" || spec.build {
 		return ""
 	}
 	rt := spec.Runtime

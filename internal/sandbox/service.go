@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"strings"
 
@@ -25,7 +26,12 @@ type ServiceIntent struct {
 // agent refuses, the previous intent is put back. An identical spec of a
 // running service changes nothing and answers created false.
 func (m *Manager) PutService(ctx context.Context, sandboxID string, spec apitype.ServiceSpec) (apitype.Service, bool, error) {
-	if p := spec.Valid(); len(p) > 0 {
+	p := spec.Valid()
+	if p == nil {
+		p = map[string]string{}
+	}
+	ValidateEnv(spec.Env, p, "env")
+	if len(p) > 0 {
 		return apitype.Service{}, false, errcode.InvalidFields(p)
 	}
 	c, err := m.Agent(ctx, sandboxID)
@@ -52,7 +58,7 @@ func (m *Manager) PutService(ctx context.Context, sandboxID string, spec apitype
 	if err := m.store.PutService(ctx, intent); err != nil {
 		return apitype.Service{}, false, err
 	}
-	svc, created, err := c.PutService(ctx, spec)
+	svc, created, err := c.PutService(ctx, m.agentSpec(ctx, sandboxID, spec))
 	if err != nil {
 		bg := context.WithoutCancel(ctx)
 		if prev != nil {
@@ -63,8 +69,22 @@ func (m *Manager) PutService(ctx context.Context, sandboxID string, spec apitype
 		}
 		return apitype.Service{}, false, err
 	}
-	svc.SandboxID = sandboxID
+	svc.SandboxID, svc.Spec = sandboxID, spec
 	return svc, created, nil
+}
+
+// agentSpec is the spec as the agent runs it: the sandbox's environment
+// (its own and its template's), then the service's. Callers see the spec
+// they gave: sandbox environment values are never echoed back.
+func (m *Manager) agentSpec(ctx context.Context, sandboxID string, spec apitype.ServiceSpec) apitype.ServiceSpec {
+	sb, err := m.store.GetSandbox(ctx, sandboxID)
+	if err != nil || len(sb.Env) == 0 {
+		return spec
+	}
+	env := maps.Clone(sb.Env)
+	maps.Copy(env, spec.Env)
+	spec.Env = env
+	return spec
 }
 
 // Services lists a sandbox's services with their live state.
@@ -82,8 +102,15 @@ func (m *Manager) Services(ctx context.Context, sandboxID string) ([]apitype.Ser
 		return nil, err
 	}
 	known := map[string]bool{}
+	specs := map[string]apitype.ServiceSpec{}
+	for _, in := range intents {
+		specs[in.Spec.Name] = in.Spec
+	}
 	for i := range list {
 		list[i].SandboxID = sandboxID
+		if sp, ok := specs[list[i].Name]; ok {
+			list[i].Spec = sp
+		}
 		known[list[i].Name] = true
 	}
 	// A service stopped before a wake has no process to show, and the new
@@ -108,10 +135,15 @@ func (m *Manager) Service(ctx context.Context, sandboxID, name string) (apitype.
 		return apitype.Service{}, err
 	}
 	svc, err := c.Service(ctx, name)
-	if errcode.Is(err, errcode.NotFound) {
-		if in, ierr := m.serviceIntent(ctx, sandboxID, name); ierr == nil && in != nil {
-			return stoppedService(in), nil
-		}
+	in, ierr := m.serviceIntent(ctx, sandboxID, name)
+	if ierr != nil {
+		return apitype.Service{}, ierr
+	}
+	if errcode.Is(err, errcode.NotFound) && in != nil {
+		return stoppedService(in), nil
+	}
+	if in != nil {
+		svc.Spec = in.Spec
 	}
 	svc.SandboxID = sandboxID
 	return svc, err
@@ -149,7 +181,7 @@ func (m *Manager) setServiceStopped(ctx context.Context, sandboxID, name string,
 		if stopped {
 			svc, err = stoppedService(intent), nil
 		} else {
-			svc, _, err = c.PutService(ctx, intent.Spec)
+			svc, _, err = c.PutService(ctx, m.agentSpec(ctx, sandboxID, intent.Spec))
 		}
 	}
 	if err != nil {
@@ -161,7 +193,7 @@ func (m *Manager) setServiceStopped(ctx context.Context, sandboxID, name string,
 			return apitype.Service{}, err
 		}
 	}
-	svc.SandboxID = sandboxID
+	svc.SandboxID, svc.Spec = sandboxID, intent.Spec
 	return svc, nil
 }
 
@@ -197,21 +229,34 @@ func (m *Manager) serviceIntent(ctx context.Context, sandboxID, name string) (*S
 }
 
 // restoreServices hands a sandbox's stored intents to its agent: after a
-// start or wake (a new agent, nothing running) and after adoption (the
-// agent kept running them; identical specs change nothing). A service that
+// start or wake (a new agent, nothing running) and after adoption (only the
+// intents the agent never received, the daemon having died). A service that
 // fails to start is logged and shows as failed in its status; it does not
 // fail the sandbox.
-func (m *Manager) restoreServices(ctx context.Context, sandboxID string, c *agent.Client) {
+func (m *Manager) restoreServices(ctx context.Context, sandboxID string, c *agent.Client, adopted bool) {
 	intents, err := m.store.ListServices(ctx, sandboxID)
-	if err != nil {
+	if err != nil || len(intents) == 0 {
 		m.logError(ctx, err, "listing service intents", sandboxID)
 		return
 	}
+	// An adopted agent keeps its services as they are (an exited one stays
+	// exited); it only gets what it never heard of.
+	known := map[string]bool{}
+	if adopted {
+		live, err := c.Services(ctx)
+		if err != nil {
+			m.logError(ctx, err, "listing an adopted agent's services", sandboxID)
+			return
+		}
+		for _, s := range live {
+			known[s.Name] = true
+		}
+	}
 	for _, s := range intents {
-		if s.Stopped {
+		if s.Stopped || known[s.Spec.Name] {
 			continue
 		}
-		if _, _, err := c.PutService(ctx, s.Spec); err != nil {
+		if _, _, err := c.PutService(ctx, m.agentSpec(ctx, sandboxID, s.Spec)); err != nil {
 			m.log.ErrorContext(ctx, "restoring a service", "sandbox_id", sandboxID, "service", s.Spec.Name, "err", err)
 		}
 	}

@@ -197,6 +197,22 @@ func (m *Manager) DeleteTemplate(ctx context.Context, name string) error {
 	return os.RemoveAll(m.templateDir(t.ID))
 }
 
+// CheckNewTemplateName reports whether name can name a new template: valid
+// and not taken. An import checks it before it takes in the archive.
+func (m *Manager) CheckNewTemplateName(ctx context.Context, name string) error {
+	p := map[string]string{}
+	validTemplateName(name, p)
+	if len(p) > 0 {
+		return errcode.InvalidFields(p)
+	}
+	if _, err := m.store.GetTemplate(ctx, name); err == nil {
+		return errcode.WithReason(errcode.Conflict, "template_exists", "a template named %q exists; remove it first", name)
+	} else if !errcode.Is(err, errcode.NotFound) {
+		return err
+	}
+	return nil
+}
+
 func validTemplateName(name string, problems map[string]string) {
 	if !templateNameRE.MatchString(name) || name == BaseTemplate {
 		problems["name"] = "must be 1-63 lower-case letters, digits, '.', '_' or '-', and not base"
