@@ -8,15 +8,20 @@
 #             process and container runtimes and their tests: crun or runc,
 #             mkfs.ext4 for workspace disks, unshare for crun on hybrid
 #             cgroup hosts).
-#   optional  for benchmarks' peers (bubblewrap) and features on the
-#             roadmap (browser sessions, document jobs); a package the
-#             archive does not offer is reported and skipped.
+#   optional  for benchmarks' peers (bubblewrap), browser sessions
+#             (Chromium; Node.js and npm for the Playwright test) and
+#             document jobs; a package the archive does not offer is
+#             reported and skipped.
 set -euo pipefail
 
 required=(ca-certificates git make procps util-linux iproute2 python3 gcc libc6-dev
 	crun runc e2fsprogs)
 optional=(bubblewrap chromium chromium-headless-shell fonts-noto-core
-	libreoffice-writer-nogui libreoffice-calc-nogui libreoffice-impress-nogui)
+	libreoffice-writer-nogui libreoffice-calc-nogui libreoffice-impress-nogui
+	nodejs)
+# npm runs the Playwright client of the CDP endpoint's test. A Node.js from
+# elsewhere (NodeSource) brings its own npm and conflicts with Debian's.
+command -v npm >/dev/null 2>&1 || optional+=(npm)
 
 log() { printf 'install-deps: %s\n' "$*" >&2; }
 

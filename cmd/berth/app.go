@@ -92,6 +92,7 @@ func (a *app) rootCommand() *cobra.Command {
 		a.shellCommand(),
 		a.serviceCommand(),
 		a.templateCommand(),
+		a.browserCommand(),
 		a.fsCommand(),
 		a.keysCommand(),
 		a.doctorCommand(),

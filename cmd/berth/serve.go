@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/berthdev/berth/internal/agent"
+	"github.com/berthdev/berth/internal/browser"
 	"github.com/berthdev/berth/internal/daemon"
 	"github.com/berthdev/berth/internal/sandbox"
 )
@@ -26,6 +27,9 @@ func (a *app) serveCommand() *cobra.Command {
 		defaultRuntime, ociRuntime, runsc     string
 		previewDomain                         string
 		warmPools                             []string
+		chromium                              string
+		maxBrowserSessions                    int
+		browserIdle                           time.Duration
 		maxSandboxes, maxCommands, maxHistory int
 		commandTimeout, maxCommandTimeout     time.Duration
 		outputCap, maxUpload                  = sizeValue(agent.DefaultOutputCap), sizeValue(agent.DefaultMaxUpload)
@@ -61,6 +65,7 @@ sandboxes keep running and are re-adopted by the next start.`,
 				DefaultTimeout: commandTimeout, MaxTimeout: maxCommandTimeout,
 				DefaultRuntime: defaultRuntime, OCIRuntime: ociRuntime, Runsc: runsc,
 				PreviewDomain: previewDomain, WarmPools: pools, Logger: log,
+				Chromium: chromium, MaxBrowserSessions: maxBrowserSessions, BrowserIdleTimeout: browserIdle,
 			})
 		},
 	}
@@ -73,6 +78,9 @@ sandboxes keep running and are re-adopted by the next start.`,
 		"serve sandbox ports at http://{port}-{sandbox}.DOMAIN (point *.DOMAIN at this daemon; \"\" turns it off)")
 	f.StringArrayVar(&warmPools, "warm-pool", nil,
 		"keep N sandboxes of TEMPLATE started ahead of demand, as TEMPLATE=N (repeatable; the built-in template is base)")
+	f.StringVar(&chromium, "chromium", "", "Chromium binary of browser sessions (default: chromium-headless-shell, else chromium, on PATH)")
+	f.IntVar(&maxBrowserSessions, "max-browser-sessions", browser.DefaultMaxSessions, "most browser sessions open at once")
+	f.DurationVar(&browserIdle, "browser-idle-timeout", browser.DefaultIdleTimeout, "close a browser session after this long without an action")
 	f.StringVar(&logFormat, "log-format", "text", "log format: text or json")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	f.IntVar(&maxSandboxes, "max-sandboxes", sandbox.DefaultMaxSandboxes, "most sandboxes at once")

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/berthdev/berth/internal/auth"
+	"github.com/berthdev/berth/internal/browser"
 	"github.com/berthdev/berth/internal/errcode"
 	"github.com/berthdev/berth/internal/httpapi"
 	"github.com/berthdev/berth/internal/sandbox"
@@ -48,7 +49,11 @@ type Config struct {
 	PreviewDomain string
 	// WarmPools keeps pre-started sandboxes per template ("base=4").
 	WarmPools []sandbox.PoolSpec
-	Logger    *slog.Logger
+	// Browser sessions: the Chromium binary ("" finds one) and bounds.
+	Chromium           string
+	MaxBrowserSessions int
+	BrowserIdleTimeout time.Duration
+	Logger             *slog.Logger
 	// Ready, if set, is called with the listening address once the daemon
 	// serves.
 	Ready func(addr string)
@@ -158,9 +163,18 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
+	browsers := browser.NewManager(browser.Config{
+		Chromium: cfg.Chromium, DataDir: filepath.Join(dataDir, "browser"),
+		MaxSessions: cfg.MaxBrowserSessions, IdleTimeout: cfg.BrowserIdleTimeout, Logger: log,
+	})
+	if err := browsers.Available(); err != nil {
+		log.Info("browser sessions unavailable", "why", err.Error())
+	} else {
+		log.Info("browser sessions available", "chromium", browsers.Config().Chromium)
+	}
 	api := httpapi.New(httpapi.Config{
 		Version: cfg.Version, DataDir: dataDir, MaxUpload: mgr.Config().MaxUpload,
-		Logger: log, Sandboxes: mgr, Keys: keys, DB: db,
+		Logger: log, Sandboxes: mgr, Browsers: browsers, Keys: keys, DB: db,
 		PreviewDomain: strings.ToLower(strings.Trim(cfg.PreviewDomain, ".")), PreviewSecret: previewSecret,
 	})
 	ln, err := net.Listen("tcp", cfg.Listen)
@@ -191,9 +205,12 @@ func Run(ctx context.Context, cfg Config) error {
 	defer stopRun()
 	watched := make(chan struct{})
 	go func() { defer close(watched); _ = mgr.Run(runCtx) }()
+	browsersDone := make(chan struct{})
+	go func() { defer close(browsersDone); _ = browsers.Run(runCtx) }()
 	defer func() {
 		stopRun()
 		<-watched
+		<-browsersDone
 		// Pooled sandboxes are not anyone's: a stopped daemon leaves none.
 		drainCtx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()

@@ -73,6 +73,14 @@ func (s *Server) routes() []route {
 		{"POST /v1/templates/import", admin, s.handleImportTemplate()},
 		{"DELETE /v1/templates/{name}", admin, s.handleDeleteTemplate()},
 
+		{"POST /v1/browser/sessions", execution, s.handleOpenBrowserSession()},
+		{"GET /v1/browser/sessions", execution, s.handleListBrowserSessions()},
+		{"GET /v1/browser/sessions/{id}", execution, s.handleGetBrowserSession()},
+		{"DELETE /v1/browser/sessions/{id}", execution, s.handleCloseBrowserSession()},
+		{"POST /v1/browser/sessions/{id}/actions", execution, s.handleBrowserAction()},
+		{"GET /v1/browser/sessions/{id}/screenshot", execution, s.handleBrowserScreenshot()},
+		{"GET /v1/browser/sessions/{id}/cdp", execution, s.handleBrowserCDP()},
+
 		{"POST /v1/keys", admin, s.handleCreateKey()},
 		{"GET /v1/keys", admin, s.handleListKeys()},
 		{"DELETE /v1/keys/{id}", admin, s.handleRevokeKey()},

@@ -22,6 +22,7 @@ import (
 
 	"github.com/berthdev/berth/internal/apitype"
 	"github.com/berthdev/berth/internal/auth"
+	"github.com/berthdev/berth/internal/browser"
 	"github.com/berthdev/berth/internal/errcode"
 	"github.com/berthdev/berth/internal/ident"
 	"github.com/berthdev/berth/internal/sandbox"
@@ -42,6 +43,7 @@ type Config struct {
 	MaxUpload int64
 	Logger    *slog.Logger
 	Sandboxes *sandbox.Manager
+	Browsers  *browser.Manager // nil: browser sessions off
 	Keys      *auth.Keys
 	DB        Pinger
 	// PreviewDomain turns on host-based previews: {port}-{sandbox}.{domain}.

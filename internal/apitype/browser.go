@@ -1,0 +1,138 @@
+package apitype
+
+import "time"
+
+// Browser session modes and states.
+const (
+	BrowserModeContext = "context" // a browser context in a shared, warm browser
+	BrowserModeProcess = "process" // a browser process of its own
+	BrowserModeRemote  = "remote"  // attached to a CDP WebSocket URL elsewhere
+
+	BrowserOpen    = "open"
+	BrowserCrashed = "crashed" // its browser or page died; Reason says how
+	BrowserClosed  = "closed"
+)
+
+// Viewport is a page's size in CSS pixels.
+type Viewport struct {
+	Width  int `json:"width"`
+	Height int `json:"height"`
+}
+
+// CreateBrowserSessionRequest is the body of POST /v1/browser/sessions.
+type CreateBrowserSessionRequest struct {
+	Mode      string    `json:"mode,omitempty"`
+	CDPURL    string    `json:"cdp_url,omitempty"` // remote: the browser's CDP WebSocket URL
+	Viewport  *Viewport `json:"viewport,omitempty"`
+	UserAgent string    `json:"user_agent,omitempty"`
+	Locale    string    `json:"locale,omitempty"`
+	Timezone  string    `json:"timezone,omitempty"`
+	// IdleTimeoutMS closes the session after this long without an action
+	// (default 10 minutes); MaxDurationMS closes it this long after it
+	// opened (default 1 hour).
+	IdleTimeoutMS int64 `json:"idle_timeout_ms,omitempty"`
+	MaxDurationMS int64 `json:"max_duration_ms,omitempty"`
+}
+
+// BrowserSession is a browser session as the API shows it.
+type BrowserSession struct {
+	ID         string    `json:"id"`
+	Mode       string    `json:"mode"`
+	State      string    `json:"state"`
+	Reason     string    `json:"reason,omitempty"`
+	URL        string    `json:"url"`
+	Title      string    `json:"title"`
+	Pages      int       `json:"pages"`
+	Viewport   Viewport  `json:"viewport"`
+	CreatedAt  time.Time `json:"created_at"`
+	LastUsedAt time.Time `json:"last_used_at"`
+	ExpiresAt  time.Time `json:"expires_at"`
+}
+
+// BrowserSessionList is the body of GET /v1/browser/sessions.
+type BrowserSessionList struct {
+	Sessions []BrowserSession `json:"sessions"`
+}
+
+// BrowserTarget selects one element: a CSS selector, or a semantic query
+// (By: role, text, label, test_id or ref).
+type BrowserTarget struct {
+	Selector string   `json:"selector,omitempty"`
+	By       string   `json:"by,omitempty"`
+	Value    string   `json:"value,omitempty"`
+	Role     string   `json:"role,omitempty"`
+	Name     string   `json:"name,omitempty"`
+	Exact    bool     `json:"exact,omitempty"`
+	Nth      *int     `json:"nth,omitempty"`
+	Frame    []string `json:"frame,omitempty"`
+}
+
+// BrowserAction is the body of POST /v1/browser/sessions/{id}/actions: an
+// op and its fields. Each op reads the fields it needs; see docs/api.md.
+type BrowserAction struct {
+	Op         string         `json:"op"`
+	URL        string         `json:"url,omitempty"`
+	Expression string         `json:"expression,omitempty"`
+	Value      string         `json:"value,omitempty"`
+	Values     []string       `json:"values,omitempty"`
+	Selector   string         `json:"selector,omitempty"` // shorthand for target.selector
+	Target     *BrowserTarget `json:"target,omitempty"`
+	// State is what waitFor waits for: attached, visible (default),
+	// hidden or detached; LoadState: load or domcontentloaded.
+	State     string `json:"state,omitempty"`
+	LoadState string `json:"load_state,omitempty"`
+	TimeoutMS int64  `json:"timeout_ms,omitempty"`
+	// PerKey types key by key (keyDown/keyUp) instead of inserting text.
+	PerKey bool `json:"per_key,omitempty"`
+	// Screenshot: FullPage, Format (png or jpeg), Quality (jpeg).
+	FullPage bool   `json:"full_page,omitempty"`
+	Format   string `json:"format,omitempty"`
+	Quality  int    `json:"quality,omitempty"`
+	// Scroll: by DeltaX/DeltaY pixels, or the target into view.
+	DeltaX float64 `json:"delta_x,omitempty"`
+	DeltaY float64 `json:"delta_y,omitempty"`
+	// Mouse ops: X, Y (and ToX, ToY for dragCoordinates).
+	X   float64 `json:"x,omitempty"`
+	Y   float64 `json:"y,omitempty"`
+	ToX float64 `json:"to_x,omitempty"`
+	ToY float64 `json:"to_y,omitempty"`
+	// Pages: Action list (default), new, select or close; Index.
+	Action string `json:"action,omitempty"`
+	Index  *int   `json:"index,omitempty"`
+	// Dialog policy: Accept the next dialog (or dismiss it), with
+	// PromptText for a prompt.
+	Accept     bool   `json:"accept,omitempty"`
+	PromptText string `json:"prompt_text,omitempty"`
+	// Snapshot bounds.
+	MaxElements int `json:"max_elements,omitempty"`
+}
+
+// BrowserActionResult is the answer of an action.
+type BrowserActionResult struct {
+	Result any `json:"result"`
+}
+
+// Image is an image result, as a screenshot's.
+type Image struct {
+	MimeType string `json:"mime_type"`
+	Base64   string `json:"base64"`
+}
+
+// BrowserPage is one page (tab) of a session.
+type BrowserPage struct {
+	Index   int    `json:"index"`
+	URL     string `json:"url"`
+	Title   string `json:"title"`
+	Current bool   `json:"current"`
+}
+
+// BrowserSnapshot is the result of the snapshot op: the page as YAML
+// lines, with refs (e12, f1e3 in frames) that targets take as
+// {"by": "ref", "value": "e12"} until the next snapshot.
+type BrowserSnapshot struct {
+	URL       string `json:"url"`
+	Title     string `json:"title"`
+	YAML      string `json:"yaml"`
+	Refs      int    `json:"refs"`
+	Truncated bool   `json:"truncated"`
+}

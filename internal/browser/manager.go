@@ -1,0 +1,421 @@
+// Package browser runs browser sessions: headless Chromium, driven over
+// the Chrome DevTools Protocol with chromedp as a thin transport, and
+// Berth's own actions, waits and page snapshot on top.
+//
+// Modes: context (a browser context in one shared, warm browser: the
+// fastest), process (a browser of its own, with its own profile
+// directory) and remote (a CDP WebSocket URL elsewhere). Sessions are
+// bounded in number, expire when idle and after a maximum duration, and
+// every CDP call runs under a deadline. A crashed renderer or browser marks
+// its sessions crashed with a reason; the next session gets a new browser.
+package browser
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/berthdev/berth/internal/apitype"
+	"github.com/berthdev/berth/internal/errcode"
+	"github.com/berthdev/berth/internal/ident"
+)
+
+// Config configures a Manager. Zero values take the defaults.
+type Config struct {
+	// Chromium is the browser binary; "" finds chromium-headless-shell,
+	// then chromium.
+	Chromium string
+	// DataDir holds profile directories (<data>/browser).
+	DataDir     string
+	MaxSessions int
+	IdleTimeout time.Duration
+	MaxDuration time.Duration
+	// CallTimeout bounds one action (an action may ask for less, or for
+	// up to MaxCallTimeout).
+	CallTimeout time.Duration
+	Logger      *slog.Logger
+}
+
+// Defaults.
+const (
+	DefaultMaxSessions = 16
+	DefaultIdleTimeout = 10 * time.Minute
+	DefaultMaxDuration = time.Hour
+	DefaultCallTimeout = 30 * time.Second
+	MaxCallTimeout     = 2 * time.Minute
+)
+
+// chromiumCandidates are the browsers looked for, best first: the headless
+// shell launches in a third of the time and uses a fifth of the memory per
+// context.
+var chromiumCandidates = []string{"chromium-headless-shell", "/usr/lib/chromium/chromium-headless-shell", "chromium"}
+
+// Manager owns the browser sessions of one daemon.
+type Manager struct {
+	cfg Config
+	log *slog.Logger
+
+	mu       sync.Mutex
+	sessions map[string]*Session
+	shared   *sharedBrowser // the browser of context sessions, started on demand
+}
+
+// sharedBrowser is the one browser context-mode sessions share.
+type sharedBrowser struct {
+	ctx    context.Context // a chromedp context holding the browser (and a blank tab)
+	cancel context.CancelFunc
+	lost   <-chan struct{} // closed when the browser dies
+	dir    string
+}
+
+// NewManager returns a Manager. It starts no browser until needed (or
+// Run's warm-up).
+func NewManager(cfg Config) *Manager {
+	if cfg.Chromium == "" {
+		cfg.Chromium = FindChromium()
+	}
+	if cfg.MaxSessions <= 0 {
+		cfg.MaxSessions = DefaultMaxSessions
+	}
+	if cfg.IdleTimeout <= 0 {
+		cfg.IdleTimeout = DefaultIdleTimeout
+	}
+	if cfg.MaxDuration <= 0 {
+		cfg.MaxDuration = DefaultMaxDuration
+	}
+	if cfg.CallTimeout <= 0 {
+		cfg.CallTimeout = DefaultCallTimeout
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Manager{cfg: cfg, log: cfg.Logger, sessions: map[string]*Session{}}
+}
+
+// FindChromium returns the path of the best Chromium on this machine, or "".
+func FindChromium() string {
+	for _, c := range chromiumCandidates {
+		if p, err := exec.LookPath(c); err == nil {
+			return p
+		}
+	}
+	return ""
+}
+
+// Config returns the effective configuration.
+func (m *Manager) Config() Config { return m.cfg }
+
+// Available reports whether sessions can be opened here.
+func (m *Manager) Available() error {
+	if m.cfg.Chromium == "" {
+		return errcode.WithReason(errcode.Unavailable, "browser_unavailable",
+			"no Chromium found; install Debian's chromium-headless-shell (make deps does)")
+	}
+	return nil
+}
+
+// allocatorOptions are the flags of every browser Berth starts.
+func (m *Manager) allocatorOptions(dir string) []chromedp.ExecAllocatorOption {
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(m.cfg.Chromium),
+		chromedp.UserDataDir(dir),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("no-first-run", true),
+		// Berth's own sessions keep running in the background: never
+		// throttle a page because no window shows it.
+		chromedp.Flag("disable-background-timer-throttling", true),
+		chromedp.Flag("disable-renderer-backgrounding", true),
+		chromedp.Flag("disable-backgrounding-occluded-windows", true),
+	)
+	if os.Geteuid() == 0 {
+		opts = append(opts, chromedp.NoSandbox) // Chromium refuses to run as root otherwise
+	}
+	return opts
+}
+
+// sharedContext returns the shared browser, starting it if it is not
+// running.
+func (m *Manager) sharedContext() (*sharedBrowser, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if sb := m.shared; sb != nil {
+		select {
+		case <-sb.lost:
+			sb.cancel()
+			m.shared = nil
+		default:
+			return sb, nil
+		}
+	}
+	dir := filepath.Join(m.cfg.DataDir, "shared-"+strconv.FormatInt(time.Now().UnixNano(), 36))
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), m.allocatorOptions(dir)...)
+	ctx, cancelCtx := chromedp.NewContext(allocCtx)
+	cancel := func() {
+		cancelCtx()
+		cancelAlloc()
+		_ = os.RemoveAll(dir)
+	}
+	// The first Run starts the browser, which lives as long as that call's
+	// context: it gets none of its own, and the wait is bounded instead.
+	if err := firstRun(ctx, 30*time.Second); err != nil {
+		cancel()
+		return nil, errcode.Wrap(errcode.Unavailable, err, "starting Chromium failed")
+	}
+	sb := &sharedBrowser{ctx: ctx, cancel: cancel, lost: chromedp.FromContext(ctx).Browser.LostConnection, dir: dir}
+	m.shared = sb
+	m.log.Info("shared browser started", "chromium", m.cfg.Chromium, "pid", browserPID(ctx))
+	return sb, nil
+}
+
+func browserPID(ctx context.Context) int {
+	if c := chromedp.FromContext(ctx); c != nil && c.Browser != nil && c.Browser.Process() != nil {
+		return c.Browser.Process().Pid
+	}
+	return 0
+}
+
+// Open opens a session.
+func (m *Manager) Open(ctx context.Context, req apitype.CreateBrowserSessionRequest) (*Session, error) {
+	if p := validSessionRequest(&req); len(p) > 0 {
+		return nil, errcode.InvalidFields(p)
+	}
+	if req.Mode != apitype.BrowserModeRemote {
+		if err := m.Available(); err != nil {
+			return nil, err
+		}
+	}
+	m.mu.Lock()
+	open := 0
+	for _, s := range m.sessions {
+		if s.State() == apitype.BrowserOpen {
+			open++
+		}
+	}
+	if open >= m.cfg.MaxSessions {
+		m.mu.Unlock()
+		return nil, errcode.WithReason(errcode.ResourceExhausted, "session_limit",
+			"%d browser sessions are open, the maximum (--max-browser-sessions); close one first", open)
+	}
+	s := newSession(m, ident.New("brs_"), req)
+	m.sessions[s.id] = s // holds the place against the limit while it opens
+	m.mu.Unlock()
+
+	if err := s.start(ctx); err != nil {
+		m.mu.Lock()
+		delete(m.sessions, s.id)
+		m.mu.Unlock()
+		s.close("start_failed")
+		return nil, err
+	}
+	m.log.Info("browser session opened", "session_id", s.id, "mode", s.mode)
+	return s, nil
+}
+
+func validSessionRequest(req *apitype.CreateBrowserSessionRequest) map[string]string {
+	p := map[string]string{}
+	switch req.Mode {
+	case "":
+		req.Mode = apitype.BrowserModeContext
+	case apitype.BrowserModeContext, apitype.BrowserModeProcess:
+	case apitype.BrowserModeRemote:
+		if !strings.HasPrefix(req.CDPURL, "ws://") && !strings.HasPrefix(req.CDPURL, "wss://") {
+			p["cdp_url"] = "remote mode needs a ws:// or wss:// CDP URL"
+		}
+	default:
+		p["mode"] = "must be context, process or remote"
+	}
+	if req.Mode != apitype.BrowserModeRemote && req.CDPURL != "" {
+		p["cdp_url"] = "only remote mode takes a CDP URL"
+	}
+	if v := req.Viewport; v != nil && (v.Width < 100 || v.Width > 8192 || v.Height < 100 || v.Height > 8192) {
+		p["viewport"] = "width and height must be between 100 and 8192"
+	}
+	if len(req.UserAgent) > 512 || strings.ContainsAny(req.UserAgent, "\r\n") {
+		p["user_agent"] = "at most 512 characters on one line"
+	}
+	if len(req.Locale) > 35 || strings.ContainsAny(req.Locale, " \r\n") {
+		p["locale"] = "must be a BCP 47 tag such as en-US"
+	}
+	if len(req.Timezone) > 64 || strings.ContainsAny(req.Timezone, " \r\n") {
+		p["timezone"] = "must be an IANA zone such as Europe/Paris"
+	}
+	for name, v := range map[string]int64{"idle_timeout_ms": req.IdleTimeoutMS, "max_duration_ms": req.MaxDurationMS} {
+		if v < 0 || v > (24*time.Hour).Milliseconds() {
+			p[name] = "must be between 0 (the default) and 86400000"
+		}
+	}
+	if len(p) == 0 {
+		return nil
+	}
+	return p
+}
+
+// Get returns a session.
+func (m *Manager) Get(id string) (*Session, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s, ok := m.sessions[id]
+	if !ok {
+		return nil, errcode.WithReason(errcode.NotFound, "session_not_found", "browser session %q not found", id)
+	}
+	return s, nil
+}
+
+// List returns the sessions, oldest first.
+func (m *Manager) List() []*Session {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]*Session, 0, len(m.sessions))
+	for _, s := range m.sessions {
+		out = append(out, s)
+	}
+	slices.SortFunc(out, func(a, b *Session) int { return a.created.Compare(b.created) })
+	return out
+}
+
+// Close closes a session and forgets it.
+func (m *Manager) Close(id string) error {
+	m.mu.Lock()
+	s, ok := m.sessions[id]
+	delete(m.sessions, id)
+	m.mu.Unlock()
+	if !ok {
+		return errcode.WithReason(errcode.NotFound, "session_not_found", "browser session %q not found", id)
+	}
+	s.close("closed")
+	m.log.Info("browser session closed", "session_id", id)
+	return nil
+}
+
+// Run expires sessions until ctx ends, then closes them all and stops the
+// shared browser. It sweeps browsers a previous daemon left first, and
+// warms the shared browser so the first session opens fast.
+func (m *Manager) Run(ctx context.Context) error {
+	if n := SweepOrphans(m.cfg.DataDir); n > 0 {
+		m.log.Info("killed browsers a previous daemon left", "processes", n)
+	}
+	if m.Available() == nil {
+		if _, err := m.sharedContext(); err != nil {
+			m.log.Error("warming the shared browser", "err", err)
+		}
+	}
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			m.shutdown()
+			return nil
+		case <-t.C:
+			m.expire()
+		}
+	}
+}
+
+// expire closes sessions past their idle timeout or maximum duration, and
+// forgets crashed ones after the idle timeout.
+func (m *Manager) expire() {
+	now := time.Now()
+	for _, s := range m.List() {
+		if reason := s.expired(now); reason != "" {
+			m.mu.Lock()
+			delete(m.sessions, s.id)
+			m.mu.Unlock()
+			s.close(reason)
+			m.log.Info("browser session expired", "session_id", s.id, "reason", reason)
+		}
+	}
+}
+
+func (m *Manager) shutdown() {
+	for _, s := range m.List() {
+		s.close("daemon_stopped")
+	}
+	m.mu.Lock()
+	m.sessions = map[string]*Session{}
+	sb := m.shared
+	m.shared = nil
+	m.mu.Unlock()
+	if sb != nil {
+		sb.cancel()
+	}
+}
+
+// SweepOrphans kills the Chromium processes whose profile directory is dir
+// or under it: browsers a daemon that died without closing them left
+// behind, or a closed session's browser that did not exit. It returns how
+// many it killed.
+func SweepOrphans(dir string) int {
+	if dir == "" {
+		return 0
+	}
+	dir = filepath.Clean(dir)
+	n := 0
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err != nil {
+			continue
+		}
+		for arg := range strings.SplitSeq(string(b), "\x00") {
+			v, ok := strings.CutPrefix(arg, "--user-data-dir=")
+			if ok && (v == dir || strings.HasPrefix(v, dir+string(filepath.Separator))) {
+				if syscall.Kill(pid, syscall.SIGKILL) == nil {
+					n++
+				}
+				break
+			}
+		}
+	}
+	return n
+}
+
+// callTimeout is the deadline of one action.
+func (m *Manager) callTimeout(ms int64) (time.Duration, error) {
+	if ms == 0 {
+		return m.cfg.CallTimeout, nil
+	}
+	d := time.Duration(ms) * time.Millisecond
+	if ms < 0 || d > MaxCallTimeout {
+		return 0, errcode.InvalidFields(map[string]string{"timeout_ms": fmt.Sprintf("must be between 1 and %d", MaxCallTimeout.Milliseconds())})
+	}
+	return d, nil
+}
+
+
+// firstRun runs the first (empty) action of a chromedp context, which
+// starts its browser or opens its tab, waiting at most d. The run itself
+// must not carry a deadline: chromedp ends the browser or tab with it.
+func firstRun(ctx context.Context, d time.Duration) error {
+	done := make(chan error, 1)
+	go func() { done <- chromedp.Do(ctx) }()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-t.C:
+		return fmt.Errorf("no answer within %s", d)
+	}
+}

@@ -1,0 +1,384 @@
+package browser
+
+import (
+	"context"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	cdpbrowser "github.com/chromedp/cdproto/browser"
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/cdproto/inspector"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/remote"
+
+	"github.com/berthdev/berth/internal/apitype"
+	"github.com/berthdev/berth/internal/errcode"
+)
+
+// Session is one browser session: a browser context (or a browser) with
+// one or more pages, driven by one action at a time.
+type Session struct {
+	m       *Manager
+	id      string
+	mode    string
+	req     apitype.CreateBrowserSessionRequest
+	created time.Time
+	idle    time.Duration
+	maxDur  time.Duration
+
+	// busy is held by the action in progress: a second one gets 409.
+	busy sync.Mutex
+
+	mu       sync.Mutex
+	state    string
+	reason   string
+	lastUsed time.Time
+	pages    []*tab
+	current  int
+	dialog   *dialogPolicy
+	cancel   context.CancelFunc // ends the session's browser context or browser
+	root     context.Context    // the chromedp context pages are made from
+	dir      string             // process mode: the profile directory
+}
+
+// tab is one page of a session.
+type tab struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	dom    *DOM
+}
+
+// dialogPolicy answers the next JavaScript dialog; without one, dialogs are
+// dismissed at once.
+type dialogPolicy struct {
+	accept     bool
+	promptText string
+	expires    time.Time
+}
+
+func newSession(m *Manager, id string, req apitype.CreateBrowserSessionRequest) *Session {
+	s := &Session{m: m, id: id, mode: req.Mode, req: req, created: time.Now(), state: apitype.BrowserOpen,
+		idle: m.cfg.IdleTimeout, maxDur: m.cfg.MaxDuration}
+	s.lastUsed = s.created
+	if req.IdleTimeoutMS > 0 {
+		s.idle = time.Duration(req.IdleTimeoutMS) * time.Millisecond
+	}
+	if req.MaxDurationMS > 0 {
+		s.maxDur = time.Duration(req.MaxDurationMS) * time.Millisecond
+	}
+	return s
+}
+
+// ID returns the session's ID.
+func (s *Session) ID() string { return s.id }
+
+// State returns open, crashed or closed.
+func (s *Session) State() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.state
+}
+
+// start creates the session's browser context (or browser) and first page.
+func (s *Session) start(ctx context.Context) error {
+	var parent context.Context
+	var opts []chromedp.ContextOption
+	switch s.mode {
+	case apitype.BrowserModeContext:
+		sb, err := s.m.sharedContext()
+		if err != nil {
+			return err
+		}
+		parent = sb.ctx
+		// A browser context of its own: cookies, storage and cache apart
+		// from every other session's; disposed of with the session.
+		opts = append(opts, chromedp.WithNewBrowserContext())
+	case apitype.BrowserModeProcess:
+		s.dir = filepath.Join(s.m.cfg.DataDir, "profile-"+s.id)
+		if err := os.MkdirAll(s.dir, 0o700); err != nil {
+			return err
+		}
+		// A debugging port on loopback, so the CDP endpoint can hand this
+		// browser (and only it) to a Playwright or Puppeteer client.
+		opts := append(s.m.allocatorOptions(s.dir),
+			chromedp.Flag("remote-debugging-address", "127.0.0.1"), chromedp.Flag("remote-debugging-port", "0"), remote.WebSocket)
+		allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+		parent = allocCtx
+		s.cancel = cancelAlloc
+	case apitype.BrowserModeRemote:
+		allocCtx, cancelAlloc := remote.NewAllocator(context.Background(), s.req.CDPURL)
+		parent = allocCtx
+		s.cancel = cancelAlloc
+	}
+	t, err := s.newTab(ctx, parent, opts...)
+	if err != nil {
+		return errcode.Wrap(errcode.Unavailable, err, "opening the browser session failed")
+	}
+	s.mu.Lock()
+	s.root = t.ctx
+	s.pages = []*tab{t}
+	s.mu.Unlock()
+	return nil
+}
+
+// newTab opens a page under parent and sets it up: emulation, crash and
+// dialog listeners.
+func (s *Session) newTab(ctx context.Context, parent context.Context, opts ...chromedp.ContextOption) (*tab, error) {
+	tctx, cancel := chromedp.NewContext(parent, opts...)
+	t := &tab{ctx: tctx, cancel: cancel, dom: NewDOM()}
+	if err := firstRun(tctx, 30*time.Second); err != nil {
+		cancel()
+		return nil, err
+	}
+	start, stop := context.WithTimeout(ctx, 30*time.Second)
+	defer stop()
+	if err := chromedp.Listen(tctx, func(ev any) { s.onEvent(t, ev) }); err != nil {
+		cancel()
+		return nil, err
+	}
+	if err := s.setup(start, tctx); err != nil {
+		cancel()
+		return nil, err
+	}
+	return t, nil
+}
+
+// setup applies the session's emulation to a page.
+func (s *Session) setup(ctx context.Context, tctx context.Context) error {
+	c, cancel := context.WithTimeout(tctx, time.Until(deadline(ctx)))
+	defer cancel()
+	steps := []chromedp.Action[chromedp.Void]{chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		_, err := chromedp.Call(ctx, page.Enable, page.EnableParams{})
+		return err
+	})}
+	if v := s.req.Viewport; v != nil {
+		steps = append(steps, chromedp.EmulateViewport(int64(v.Width), int64(v.Height)))
+	}
+	if s.req.UserAgent != "" || s.req.Locale != "" {
+		ua := s.req.UserAgent
+		steps = append(steps, chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+			if ua == "" {
+				v, err := chromedp.CallBrowser(ctx, cdpbrowser.GetVersion, cdp.Empty{})
+				if err != nil {
+					return err
+				}
+				ua = v.UserAgent
+			}
+			_, err := chromedp.Call(ctx, emulation.SetUserAgentOverride, emulation.SetUserAgentOverrideParams{
+				UserAgent: ua, AcceptLanguage: s.req.Locale})
+			return err
+		}))
+	}
+	if s.req.Locale != "" {
+		steps = append(steps, chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+			_, err := chromedp.Call(ctx, emulation.SetLocaleOverride, emulation.SetLocaleOverrideParams{Locale: s.req.Locale})
+			return err
+		}))
+	}
+	if s.req.Timezone != "" {
+		steps = append(steps, chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+			_, err := chromedp.Call(ctx, emulation.SetTimezoneOverride, emulation.SetTimezoneOverrideParams{TimezoneID: s.req.Timezone})
+			if err != nil {
+				return errcode.InvalidFields(map[string]string{"timezone": "Chromium does not know this zone"})
+			}
+			return nil
+		}))
+	}
+	return chromedp.Do(c, steps...)
+}
+
+func deadline(ctx context.Context) time.Time {
+	if d, ok := ctx.Deadline(); ok {
+		return d
+	}
+	return time.Now().Add(time.Minute)
+}
+
+// onEvent watches a page: a crashed renderer ends the session; dialogs are
+// answered by the policy or dismissed; popups to forbidden URLs are closed.
+func (s *Session) onEvent(t *tab, ev any) {
+	switch e := ev.(type) {
+	case *inspector.EventTargetCrashed:
+		s.markCrashed("renderer_crashed")
+	case *inspector.EventDetached:
+		if e.Reason == "target_closed" {
+			return
+		}
+		s.markCrashed("page_detached: " + e.Reason)
+	case *page.EventJavascriptDialogOpening:
+		accept, text := false, ""
+		s.mu.Lock()
+		if p := s.dialog; p != nil && time.Now().Before(p.expires) {
+			accept, text = p.accept, p.promptText
+			s.dialog = nil
+		}
+		s.mu.Unlock()
+		go func() {
+			ctx, cancel := context.WithTimeout(t.ctx, 5*time.Second)
+			defer cancel()
+			params := page.HandleJavaScriptDialogParams{Accept: accept}
+			if accept && e.Type == page.DialogTypePrompt {
+				params.PromptText = text
+			}
+			_, _ = chromedp.Call(ctx, page.HandleJavaScriptDialog, params)
+		}()
+	case *page.EventWindowOpen:
+		if allowedURL(e.URL) != nil {
+			// Chromium refuses most such popups itself; the guard is ours.
+			s.m.log.Info("blocked a popup", "session_id", s.id, "url", redactURL(e.URL))
+		}
+	}
+}
+
+func (s *Session) markCrashed(reason string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.state == apitype.BrowserOpen {
+		s.state, s.reason = apitype.BrowserCrashed, reason
+		s.m.log.Warn("browser session crashed", "session_id", s.id, "reason", reason)
+	}
+}
+
+// alive checks, before an action, that the session's browser still runs.
+func (s *Session) alive() error {
+	s.mu.Lock()
+	root := s.root
+	s.mu.Unlock()
+	if root != nil {
+		if c := chromedp.FromContext(root); c != nil && c.Browser != nil {
+			select {
+			case <-c.Browser.LostConnection:
+				s.markCrashed("browser_exited")
+			default:
+			}
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch s.state {
+	case apitype.BrowserOpen:
+		return nil
+	case apitype.BrowserCrashed:
+		return errcode.WithReason(errcode.Conflict, "session_crashed",
+			"browser session %s crashed (%s); close it and open another", s.id, s.reason)
+	}
+	return errcode.WithReason(errcode.Conflict, "session_closed", "browser session %s is closed", s.id)
+}
+
+// close ends the session's pages and browser context (or browser).
+func (s *Session) close(reason string) {
+	s.mu.Lock()
+	pages := s.pages
+	s.pages = nil
+	cancel := s.cancel
+	s.cancel = nil
+	if s.state == apitype.BrowserOpen {
+		s.state, s.reason = apitype.BrowserClosed, reason
+	}
+	s.mu.Unlock()
+	for i := len(pages) - 1; i >= 0; i-- {
+		pages[i].cancel() // the first page's cancel disposes of the browser context
+	}
+	if cancel != nil {
+		cancel() // process and remote modes: the browser, or the connection
+	}
+	if s.dir != "" {
+		SweepOrphans(s.dir)
+		_ = os.RemoveAll(s.dir)
+	}
+}
+
+// expired says why a session should be closed now, or "".
+func (s *Session) expired(now time.Time) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.state != apitype.BrowserOpen && now.Sub(s.lastUsed) > s.idle:
+		return "crashed_and_idle"
+	case now.Sub(s.created) > s.maxDur:
+		return "max_duration"
+	case now.Sub(s.lastUsed) > s.idle && !s.busy.TryLock():
+		return "" // an action is running: in use
+	case now.Sub(s.lastUsed) > s.idle:
+		s.busy.Unlock()
+		return "idle_timeout"
+	}
+	return ""
+}
+
+// View renders the session for the API.
+func (s *Session) View(ctx context.Context) apitype.BrowserSession {
+	s.mu.Lock()
+	out := apitype.BrowserSession{ID: s.id, Mode: s.mode, State: s.state, Reason: s.reason, Pages: len(s.pages),
+		CreatedAt: s.created.UTC(), LastUsedAt: s.lastUsed.UTC(), ExpiresAt: s.created.Add(s.maxDur).UTC()}
+	if idleEnd := s.lastUsed.Add(s.idle); idleEnd.Before(out.ExpiresAt) {
+		out.ExpiresAt = idleEnd.UTC()
+	}
+	var cur *tab
+	if s.state == apitype.BrowserOpen && s.current < len(s.pages) {
+		cur = s.pages[s.current]
+	}
+	s.mu.Unlock()
+	if v := s.req.Viewport; v != nil {
+		out.Viewport = *v
+	}
+	if cur != nil && s.busy.TryLock() {
+		defer s.busy.Unlock()
+		c, cancel := context.WithTimeout(cur.ctx, 2*time.Second)
+		defer cancel()
+		if info, err := chromedp.Run(c, chromedp.Evaluate[[3]float64](`[innerWidth, innerHeight, 0]`)); err == nil && out.Viewport.Width == 0 {
+			out.Viewport = apitype.Viewport{Width: int(info[0]), Height: int(info[1])}
+		}
+		out.URL, _ = chromedp.Run(c, chromedp.Location())
+		out.Title, _ = chromedp.Run(c, chromedp.Title())
+	}
+	return out
+}
+
+// currentTab returns the page actions go to.
+func (s *Session) currentTab() (*tab, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.current >= len(s.pages) {
+		return nil, errcode.WithReason(errcode.Conflict, "no_page", "browser session %s has no page open", s.id)
+	}
+	return s.pages[s.current], nil
+}
+
+// allowedURL is the URL guard: http, https and about:blank only, and no
+// credentials in the URL.
+func allowedURL(raw string) error {
+	if raw == "about:blank" {
+		return nil
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return errcode.WithReason(errcode.Invalid, "url_blocked", "%q is not an absolute http or https URL", redactURL(raw))
+	}
+	switch strings.ToLower(u.Scheme) {
+	case "http", "https":
+	default:
+		return errcode.WithReason(errcode.Invalid, "url_blocked", "the %s: scheme is not allowed; only http, https and about:blank", u.Scheme)
+	}
+	if u.User != nil {
+		return errcode.WithReason(errcode.Invalid, "url_blocked", "URLs with credentials are not allowed")
+	}
+	return nil
+}
+
+// redactURL is a URL fit for logs and diagnostics: no credentials, query
+// or fragment.
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	u.User, u.RawQuery, u.Fragment, u.RawFragment = nil, "", "", ""
+	return u.String()
+}

@@ -1,0 +1,423 @@
+package daemon_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"image/png"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/berthdev/berth/client"
+	"github.com/berthdev/berth/internal/apitype"
+	"github.com/berthdev/berth/internal/browser"
+	"github.com/berthdev/berth/internal/daemon"
+	"github.com/berthdev/berth/internal/errcode"
+	"github.com/berthdev/berth/internal/testenv"
+)
+
+// needChromium skips (fails under CI) without Debian's Chromium.
+func needChromium(t *testing.T) {
+	t.Helper()
+	if browser.FindChromium() == "" {
+		testenv.Missing(t, "Chromium is not installed (apt-get install chromium-headless-shell)")
+	}
+}
+
+// pages serves testdata/browser on a loopback httptest server.
+func pages(t *testing.T) string {
+	t.Helper()
+	srv := httptest.NewServer(http.FileServer(http.Dir("testdata/browser")))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// act runs one browser action and decodes its result.
+func act(t *testing.T, c *client.Client, id string, a apitype.BrowserAction, out any) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := c.BrowserAction(ctx, id, a, out); err != nil {
+		t.Fatalf("%s %+v: %v", a.Op, a, err)
+	}
+}
+
+func evalString(t *testing.T, c *client.Client, id, expr string) string {
+	t.Helper()
+	var s string
+	act(t, c, id, apitype.BrowserAction{Op: "evaluate", Expression: expr}, &s)
+	return s
+}
+
+// chromiumProcesses lists the Chromium processes whose profile is under
+// the daemon's data directory.
+func chromiumProcesses(d *testenv.Daemon) []int {
+	return testenv.ProcessesUnder("--user-data-dir=" + d.DataDir + "/browser/")
+}
+
+// TestBrowserSessionOps drives a real page through the API: snapshot,
+// fill by label, check by role, select, click by ref, evaluate, keys,
+// screenshot, pages, dialogs, waits, and the errors of bad input.
+func TestBrowserSessionOps(t *testing.T) {
+	t.Parallel()
+	needChromium(t)
+	d := testenv.StartDaemon(t, nil)
+	base := pages(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	c := d.Client
+
+	s, err := c.OpenBrowserSession(ctx, apitype.CreateBrowserSessionRequest{Viewport: &apitype.Viewport{Width: 1024, Height: 700}})
+	if err != nil || !regexp.MustCompile(`^brs_[a-z2-7]{26}$`).MatchString(s.ID) || s.State != apitype.BrowserOpen || s.Mode != "context" {
+		t.Fatalf("OpenBrowserSession = %+v, %v", s, err)
+	}
+	var nav map[string]any
+	act(t, c, s.ID, apitype.BrowserAction{Op: "navigate", URL: base + "/form.html"}, &nav)
+	if nav["status"] != float64(200) {
+		t.Errorf("navigate = %v, want status 200", nav)
+	}
+
+	var snap apitype.BrowserSnapshot
+	act(t, c, s.ID, apitype.BrowserAction{Op: "snapshot"}, &snap)
+	for _, want := range []string{`textbox "Name"`, `button "Submit" [ref=`, `checkbox "Subscribe"`, `heading "Sign up"`, `link "Docs"`} {
+		if !strings.Contains(snap.YAML, want) {
+			t.Errorf("snapshot lacks %q:\n%s", want, snap.YAML)
+		}
+	}
+	if strings.Contains(snap.YAML, "Hidden") || snap.Title != "Sign up" {
+		t.Errorf("snapshot shows a hidden button, or title %q:\n%s", snap.Title, snap.YAML)
+	}
+	ref := regexp.MustCompile(`button "Submit" \[ref=(e\d+)\]`).FindStringSubmatch(snap.YAML)
+	if ref == nil {
+		t.Fatalf("no ref for Submit in\n%s", snap.YAML)
+	}
+
+	act(t, c, s.ID, apitype.BrowserAction{Op: "fill", Target: &apitype.BrowserTarget{By: "label", Value: "Name"}, Value: "Ada"}, nil)
+	act(t, c, s.ID, apitype.BrowserAction{Op: "type", Selector: "#email", Value: "ada@example.com"}, nil)
+	var checked map[string]bool
+	act(t, c, s.ID, apitype.BrowserAction{Op: "check", Target: &apitype.BrowserTarget{By: "role", Role: "checkbox", Name: "Subscribe"}}, &checked)
+	if !checked["checked"] {
+		t.Errorf("check = %v", checked)
+	}
+	var sel map[string][]string
+	act(t, c, s.ID, apitype.BrowserAction{Op: "select", Selector: "#plan", Value: "Pro"}, &sel)
+	if got := evalString(t, c, s.ID, `document.getElementById('plan').value`); got != "pro" || len(sel["selected"]) != 1 {
+		t.Errorf("after select: value %q, result %v", got, sel)
+	}
+	act(t, c, s.ID, apitype.BrowserAction{Op: "click", Target: &apitype.BrowserTarget{By: "ref", Value: ref[1]}}, nil)
+	if got := evalString(t, c, s.ID, `document.getElementById('out').textContent`); got != "Ada|ada@example.com|true|pro" {
+		t.Errorf("after the form: %q", got)
+	}
+	// Fill replaces; press submits from the focused field.
+	act(t, c, s.ID, apitype.BrowserAction{Op: "fill", Selector: "#name", Value: "Grace"}, nil)
+	act(t, c, s.ID, apitype.BrowserAction{Op: "press", Selector: "#name", Value: "Enter"}, nil)
+	if got := evalString(t, c, s.ID, `document.getElementById('out').textContent`); !strings.HasPrefix(got, "Grace|") {
+		t.Errorf("after fill and Enter: %q", got)
+	}
+	var n float64
+	act(t, c, s.ID, apitype.BrowserAction{Op: "evaluate", Expression: `Promise.resolve(6 * 7)`}, &n)
+	if n != 42 {
+		t.Errorf("evaluate of a promise = %v, want 42", n)
+	}
+
+	// Errors: each specific, and the session keeps working.
+	for _, tc := range []struct {
+		a      apitype.BrowserAction
+		reason string
+	}{
+		{apitype.BrowserAction{Op: "click", Selector: "button"}, "target_ambiguous"},
+		{apitype.BrowserAction{Op: "click", Selector: "#nope", TimeoutMS: 300}, "target_not_found"},
+		{apitype.BrowserAction{Op: "fly"}, "op_unknown"},
+		{apitype.BrowserAction{Op: "evaluate", Expression: "throw new Error('boom')"}, "script_error"},
+		{apitype.BrowserAction{Op: "press", Value: "Hyper+Q"}, ""},
+		{apitype.BrowserAction{Op: "navigate", URL: "file:///etc/passwd"}, "url_blocked"},
+		{apitype.BrowserAction{Op: "navigate", URL: "javascript:alert(1)"}, "url_blocked"},
+		{apitype.BrowserAction{Op: "navigate", URL: "chrome://version"}, "url_blocked"},
+		{apitype.BrowserAction{Op: "navigate", URL: "http://user:pw@127.0.0.1/"}, "url_blocked"},
+		{apitype.BrowserAction{Op: "waitFor", Selector: "#never", TimeoutMS: 300}, "wait_timeout"},
+	} {
+		err := c.BrowserAction(ctx, s.ID, tc.a, nil)
+		if err == nil || (tc.reason != "" && errcode.ReasonOf(err) != tc.reason) {
+			t.Errorf("%s %+v: %v, want reason %q", tc.a.Op, tc.a, err, tc.reason)
+		}
+	}
+	if got := evalString(t, c, s.ID, `location.pathname`); got != "/form.html" {
+		t.Errorf("after the refused navigations the page is %q", got)
+	}
+
+	// Screenshot: a real PNG of the viewport, by the action and raw.
+	var img apitype.Image
+	act(t, c, s.ID, apitype.BrowserAction{Op: "screenshot"}, &img)
+	raw, _ := base64.StdEncoding.DecodeString(img.Base64)
+	if cfg, err := png.DecodeConfig(bytes.NewReader(raw)); err != nil || img.MimeType != "image/png" || cfg.Width != 1024 || cfg.Height != 700 {
+		t.Errorf("screenshot = %s %v %+v, want a 1024x700 PNG", img.MimeType, err, cfg)
+	}
+	if shot, err := c.BrowserScreenshot(ctx, s.ID, true); err != nil || !bytes.HasPrefix(shot, []byte("\x89PNG")) {
+		t.Errorf("GET .../screenshot = %d bytes, %v", len(shot), err)
+	}
+
+	// Dialogs: dismissed unless a policy says otherwise.
+	act(t, c, s.ID, apitype.BrowserAction{Op: "navigate", URL: base + "/dialog.html"}, nil)
+	act(t, c, s.ID, apitype.BrowserAction{Op: "click", Selector: "#c"}, nil)
+	if got := evalString(t, c, s.ID, `document.getElementById('out').textContent`); got != "confirm:false" {
+		t.Errorf("confirm without a policy: %q, want dismissed", got)
+	}
+	act(t, c, s.ID, apitype.BrowserAction{Op: "dialog", Accept: true, PromptText: "Lin"}, nil)
+	act(t, c, s.ID, apitype.BrowserAction{Op: "click", Selector: "#p"}, nil)
+	act(t, c, s.ID, apitype.BrowserAction{Op: "waitFor", Target: &apitype.BrowserTarget{By: "text", Value: "prompt:Lin"}}, nil)
+	// A popup to file: never shows the file.
+	act(t, c, s.ID, apitype.BrowserAction{Op: "click", Selector: "#w"}, nil)
+	time.Sleep(300 * time.Millisecond)
+	var list []apitype.BrowserPage
+	act(t, c, s.ID, apitype.BrowserAction{Op: "pages"}, &list)
+	for _, p := range list {
+		if strings.HasPrefix(p.URL, "file:") {
+			t.Errorf("a page shows %s", p.URL)
+		}
+	}
+
+	// Pages: a second page, select, close.
+	act(t, c, s.ID, apitype.BrowserAction{Op: "pages", Action: "new", URL: base + "/docs.html"}, &list)
+	if len(list) != 2 || !list[1].Current || list[1].Title != "Docs" {
+		t.Errorf("pages after new = %+v", list)
+	}
+	zero := 0
+	act(t, c, s.ID, apitype.BrowserAction{Op: "pages", Action: "select", Index: &zero}, &list)
+	if got := evalString(t, c, s.ID, `document.title`); got != "Dialogs" {
+		t.Errorf("after selecting page 0 the title is %q", got)
+	}
+	one := 1
+	act(t, c, s.ID, apitype.BrowserAction{Op: "pages", Action: "close", Index: &one}, &list)
+	if len(list) != 1 {
+		t.Errorf("pages after close = %+v", list)
+	}
+	act(t, c, s.ID, apitype.BrowserAction{Op: "back"}, nil)
+	if got := evalString(t, c, s.ID, `location.pathname`); got != "/form.html" {
+		t.Errorf("after back: %q", got)
+	}
+
+	got, err := c.BrowserSession(ctx, s.ID)
+	if err != nil || !strings.HasSuffix(got.URL, "/form.html") || got.Title != "Sign up" || got.Pages != 1 {
+		t.Errorf("BrowserSession = %+v, %v", got, err)
+	}
+	if err := c.CloseBrowserSession(ctx, s.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.BrowserSession(ctx, s.ID); errcode.ReasonOf(err) != "session_not_found" {
+		t.Errorf("session after close: %v, want session_not_found", err)
+	}
+}
+
+// TestBrowserBusy: a second action while one runs gets 409 busy.
+func TestBrowserBusy(t *testing.T) {
+	t.Parallel()
+	needChromium(t)
+	d := testenv.StartDaemon(t, nil)
+	ctx := context.Background()
+	s, err := d.Client.OpenBrowserSession(ctx, apitype.CreateBrowserSessionRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		close(started)
+		_ = d.Client.BrowserAction(ctx, s.ID, apitype.BrowserAction{Op: "evaluate", Expression: "new Promise(r => setTimeout(r, 1500))"}, nil)
+	})
+	<-started
+	testenv.Eventually(t, 10*time.Second, "a concurrent action to be refused busy", func() bool {
+		err := d.Client.BrowserAction(ctx, s.ID, apitype.BrowserAction{Op: "evaluate", Expression: "1"}, nil)
+		return errcode.ReasonOf(err) == "busy"
+	})
+	wg.Wait()
+	act(t, d.Client, s.ID, apitype.BrowserAction{Op: "evaluate", Expression: "1"}, nil) // positive control
+}
+
+// TestBrowserProcessModeCrash kills a process-mode session's browser with
+// SIGKILL: the session reports crashed, nothing is left, and a new session
+// works. Then 50 sessions open and close leaving no process behind.
+func TestBrowserProcessModeCrash(t *testing.T) {
+	t.Parallel()
+	needChromium(t)
+	d := testenv.StartDaemon(t, func(c *daemon.Config) { c.MaxBrowserSessions = 4 })
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	c := d.Client
+	s, err := c.OpenBrowserSession(ctx, apitype.CreateBrowserSessionRequest{Mode: "process"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	act(t, c, s.ID, apitype.BrowserAction{Op: "evaluate", Expression: "1"}, nil)
+	procs := testenv.ProcessesUnder("--user-data-dir=" + d.DataDir + "/browser/profile-" + s.ID)
+	if len(procs) == 0 {
+		t.Fatal("no Chromium process with the session's profile")
+	}
+	for _, pid := range procs {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	testenv.Eventually(t, 20*time.Second, "the session to report its crash", func() bool {
+		err := c.BrowserAction(ctx, s.ID, apitype.BrowserAction{Op: "evaluate", Expression: "1"}, nil)
+		return errcode.ReasonOf(err) == "session_crashed"
+	})
+	got, err := c.BrowserSession(ctx, s.ID)
+	if err != nil || got.State != apitype.BrowserCrashed || got.Reason == "" {
+		t.Errorf("crashed session = %+v, %v", got, err)
+	}
+	if err := c.CloseBrowserSession(ctx, s.ID); err != nil {
+		t.Fatal(err)
+	}
+
+	// The limit holds, and 50 sessions leave nothing behind.
+	for i := range 50 {
+		mode := "context"
+		if i%10 == 0 {
+			mode = "process"
+		}
+		s, err := c.OpenBrowserSession(ctx, apitype.CreateBrowserSessionRequest{Mode: mode})
+		if err != nil {
+			t.Fatalf("session %d (%s): %v", i, mode, err)
+		}
+		act(t, c, s.ID, apitype.BrowserAction{Op: "evaluate", Expression: strconv.Itoa(i)}, nil)
+		if err := c.CloseBrowserSession(ctx, s.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var ids []string
+	for range 4 {
+		s, err := c.OpenBrowserSession(ctx, apitype.CreateBrowserSessionRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, s.ID)
+	}
+	if _, err := c.OpenBrowserSession(ctx, apitype.CreateBrowserSessionRequest{}); errcode.ReasonOf(err) != "session_limit" {
+		t.Errorf("a fifth session with --max-browser-sessions 4: %v, want session_limit", err)
+	}
+	for _, id := range ids {
+		_ = c.CloseBrowserSession(ctx, id)
+	}
+	// Only the shared browser remains: its profile, and no other.
+	testenv.Eventually(t, 20*time.Second, "process-mode browsers to be gone", func() bool {
+		for _, pid := range chromiumProcesses(d) {
+			b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+			if strings.Contains(string(b), "/browser/profile-") {
+				return false
+			}
+		}
+		return true
+	})
+	if z := zombies(); len(z) > 0 {
+		t.Errorf("zombie processes left: %v", z)
+	}
+}
+
+// zombies lists this process's zombie children.
+func zombies() []int {
+	var out []int
+	entries, _ := os.ReadDir("/proc")
+	me := strconv.Itoa(os.Getpid())
+	for _, e := range entries {
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		i := strings.LastIndexByte(s, ')')
+		if f := strings.Fields(s[i+1:]); len(f) > 1 && f[0] == "Z" && f[1] == me {
+			pid, _ := strconv.Atoi(e.Name())
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// playwrightVersion is the playwright-core the CDP test installs from npm.
+const playwrightVersion = "1.65.1"
+
+// playwrightDir installs playwright-core into tools/playwright once (npm,
+// no browser download: it connects) and returns the directory.
+func playwrightDir(t *testing.T) string {
+	t.Helper()
+	testenv.NeedCommand(t, "node")
+	npm := testenv.NeedCommand(t, "npm")
+	root, err := filepath.Abs("../../tools/playwright")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "node_modules", "playwright-core", "package.json")); err == nil {
+		return root
+	}
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, npm, "install", "--no-audit", "--no-fund", "--prefix", root, "playwright-core@"+playwrightVersion)
+	cmd.Env = append(os.Environ(), "PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		testenv.Missing(t, "npm install playwright-core@%s: %v\n%s", playwrightVersion, err, out)
+	}
+	return root
+}
+
+// TestBrowserCDPWithPlaywright drives a process-mode session with a real
+// Playwright client through Berth's authenticated CDP endpoint; the
+// endpoint refuses a missing key and context-mode sessions.
+func TestBrowserCDPWithPlaywright(t *testing.T) {
+	t.Parallel()
+	needChromium(t)
+	dir := playwrightDir(t)
+	d := testenv.StartDaemon(t, nil)
+	base := pages(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	s, err := d.Client.OpenBrowserSession(ctx, apitype.CreateBrowserSessionRequest{Mode: "process"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	endpoint := strings.Replace(d.URL, "http://", "ws://", 1) + "/v1/browser/sessions/" + s.ID + "/cdp"
+
+	// Negative: no key; a context-mode session.
+	resp, err := http.Get(strings.Replace(endpoint, "ws://", "http://", 1))
+	if err != nil || resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("CDP endpoint without a key = %v, %v; want 401", resp, err)
+	}
+	cs, err := d.Client.OpenBrowserSession(ctx, apitype.CreateBrowserSessionRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest(http.MethodGet, d.URL+"/v1/browser/sessions/"+cs.ID+"/cdp", nil)
+	req.Header.Set("Authorization", "Bearer "+d.Token)
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusConflict {
+		t.Errorf("CDP endpoint of a context session = %v, %v; want 409 cdp_needs_process_mode", resp, err)
+	}
+
+	script, _ := filepath.Abs("testdata/playwright/cdp.mjs")
+	cmd := exec.CommandContext(ctx, "node", script, endpoint, d.Token, base+"/form.html")
+	cmd.Env = append(os.Environ(), "NODE_PATH="+filepath.Join(dir, "node_modules"))
+	cmd.Dir = dir // node resolves playwright-core from here
+	linkScript := filepath.Join(dir, "cdp.mjs")
+	b, _ := os.ReadFile(script)
+	if err := os.WriteFile(linkScript, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Args[1] = linkScript
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "Playwright||true|free") {
+		t.Fatalf("Playwright through the CDP endpoint: %v\n%s", err, out)
+	}
+	// The session is still Berth's.
+	if got, err := d.Client.BrowserSession(ctx, s.ID); err != nil || got.State == apitype.BrowserClosed {
+		t.Errorf("session after the Playwright client left = %+v, %v", got, err)
+	}
+}
