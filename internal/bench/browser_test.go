@@ -12,9 +12,7 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/accessibility"
-	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/cdproto/page"
-	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
 	"github.com/berthdev/berth/internal/apitype"
@@ -144,26 +142,6 @@ func BenchmarkBrowserActions(b *testing.B) {
 	var snap apitype.BrowserSnapshot
 	do(apitype.BrowserAction{Op: "snapshot"}, &snap)
 	ref := refOf(b, snap.YAML, `button "Go"`)
-	// The raw click needs the button's place, found once.
-	xy, err := chromedp.Run(raw, chromedp.Evaluate[[2]float64](`(() => { const r = document.getElementById('go').getBoundingClientRect(); return [r.x + r.width/2, r.y + r.height/2]; })()`))
-	if err != nil {
-		b.Fatal(err)
-	}
-	rawClick := chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
-		for _, typ := range []input.DispatchMouseEventType{input.DispatchMouseEventTypeMousePressed, input.DispatchMouseEventTypeMouseReleased} {
-			if _, err := chromedp.Call(ctx, input.DispatchMouseEvent, input.DispatchMouseEventParams{Type: typ, X: xy[0], Y: xy[1], Button: input.MouseButtonLeft, ClickCount: 1}); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	rawFill := chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
-		if _, err := chromedp.Call(ctx, runtime.Evaluate, runtime.EvaluateParams{Expression: `(() => { const e = document.getElementById('n'); e.focus(); e.value = ''; })()`}); err != nil {
-			return err
-		}
-		_, err := chromedp.Call(ctx, input.InsertText, input.InsertTextParams{Text: "hello"})
-		return err
-	})
 	rawShot := chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
 		_, err := chromedp.Call(ctx, page.CaptureScreenshot, page.CaptureScreenshotParams{Format: page.CaptureScreenshotFormatPng})
 		return err
@@ -178,14 +156,18 @@ func BenchmarkBrowserActions(b *testing.B) {
 		raw             chromedp.Action[chromedp.Void]
 	}{
 		{"navigate", "chromedp.Navigate", apitype.BrowserAction{Op: "navigate", URL: url}, chromedp.Navigate(url)},
-		{"click by ref", "Input.dispatchMouseEvent at a known point", apitype.BrowserAction{Op: "click", Target: &apitype.BrowserTarget{By: "ref", Value: ref}}, rawClick},
-		{"fill", "focus + Input.insertText", apitype.BrowserAction{Op: "fill", Selector: "#n", Value: "hello"}, rawFill},
+		{"click by ref", "chromedp.Click(CSS)", apitype.BrowserAction{Op: "click", Target: &apitype.BrowserTarget{By: "ref", Value: ref}}, chromedp.Click(chromedp.CSS("#go"))},
+		{"fill", "clear by script + chromedp.SendKeys(CSS)", apitype.BrowserAction{Op: "fill", Selector: "#n", Value: "hello"},
+			chromedp.Steps(chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+				_, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(document.getElementById('n').value = '') === ''`))
+				return err
+			}), chromedp.SendKeys(chromedp.CSS("#n"), "hello"))},
 		{"screenshot", "Page.captureScreenshot", apitype.BrowserAction{Op: "screenshot"}, rawShot},
 		{"snapshot", "Accessibility.getFullAXTree", apitype.BrowserAction{Op: "snapshot"}, rawAX},
 	}
-	n := min(b.N, 100)
 	for _, op := range ops {
 		b.Run(strings.ReplaceAll(op.what, " ", "_"), func(b *testing.B) {
+			n := min(b.N, 100)
 			var got, floor []time.Duration
 			for range n {
 				start := time.Now()

@@ -169,12 +169,9 @@ func (s *Session) navigate(ctx context.Context, t *tab, u string) (any, error) {
 		return nil, err
 	}
 	t.dom.Reset()
-	out := map[string]any{"url": redactURL(u)}
-	if loc, err := chromedp.Run(ctx, chromedp.Location()); err == nil {
-		out["url"] = loc
-	}
+	out := map[string]any{"url": u}
 	if resp != nil {
-		out["status"] = resp.Status
+		out["url"], out["status"] = resp.URL, resp.Status // after redirects
 	}
 	return out, nil
 }

@@ -37,6 +37,7 @@ const (
 	maxSnapshotDepth        = 256
 	maxSnapshotElements     = 100_000
 	maxSnapshotBytes        = 8 << 20
+	minSnapshotBytes        = 256 // room for a line or two and "- truncated"
 )
 
 // Target bounds.
@@ -67,7 +68,7 @@ var refPattern = regexp.MustCompile(`^(?:f[0-9]+)?e[0-9]+$`)
 // text, whitespace normalized) when Exact is set.
 type Target struct {
 	Selector string   `json:"selector,omitempty"` // CSS
-	By       string   `json:"by,omitempty"`       // role | text | label | test_id | ref
+	By       string   `json:"by,omitempty"`       // role | text | label | test_id (or testId) | ref
 	Value    string   `json:"value,omitempty"`    // text, label, test id or ref
 	Role     string   `json:"role,omitempty"`     // by=role: the ARIA role
 	Name     string   `json:"name,omitempty"`     // by=role: accessible name (substring, case-insensitive unless Exact)
@@ -190,7 +191,9 @@ func (t Target) describe() string {
 
 // SnapshotOptions bounds a snapshot. Zero (or negative) values take the
 // defaults: depth 64 (levels of the YAML), 5000 elements (nodes of the
-// YAML), 512 KiB. Larger values are capped at 256, 100,000 and 8 MiB.
+// YAML, text and /url lines not counted), 512 KiB (of the YAML, the final
+// "- truncated" line included). Larger values are capped at 256, 100,000
+// and 8 MiB; MaxBytes is at least 256.
 type SnapshotOptions struct{ MaxDepth, MaxElements, MaxBytes int }
 
 func (o SnapshotOptions) withDefaults() SnapshotOptions {
@@ -206,22 +209,22 @@ func (o SnapshotOptions) withDefaults() SnapshotOptions {
 	return SnapshotOptions{
 		MaxDepth:    bound(o.MaxDepth, defaultSnapshotDepth, maxSnapshotDepth),
 		MaxElements: bound(o.MaxElements, defaultSnapshotElements, maxSnapshotElements),
-		MaxBytes:    bound(o.MaxBytes, defaultSnapshotBytes, maxSnapshotBytes),
+		MaxBytes:    max(bound(o.MaxBytes, defaultSnapshotBytes, maxSnapshotBytes), minSnapshotBytes),
 	}
 }
 
 // Snapshot is a page as an agent reads it: accessibility-style YAML, one
 // node a line, nested by indentation:
 //
-//	- heading "Sign in" [level=1]
-//	- textbox "Email" [required] [ref=e1]: alice@example.com
-//	- checkbox "Remember me" [checked] [ref=e2]
-//	- button "Continue" [ref=e3]
-//	- link "Docs" [ref=e4]:
-//	  - /url: https://example.com/docs
-//	- text: Hello
-//	- iframe "Payment":
-//	  - textbox "Card number" [ref=f1e5]
+//   - heading "Sign in" [level=1]
+//   - textbox "Email" [required] [ref=e1]: alice@example.com
+//   - checkbox "Remember me" [checked] [ref=e2]
+//   - button "Continue" [ref=e3]
+//   - link "Docs" [ref=e4]:
+//   - /url: https://example.com/docs
+//   - text: Hello
+//   - iframe "Payment":
+//   - textbox "Card number" [ref=f1e5]
 //
 // Refs (e12, f1e5 inside frame 1) name the visible elements an agent can
 // act on: links, buttons, form fields (disabled ones too: they are often
@@ -231,6 +234,15 @@ func (o SnapshotOptions) withDefaults() SnapshotOptions {
 // name, and is never reused for another element in the tab. Hidden content
 // is left out; wrappers without a role are flattened into their parent.
 // When a bound cut the walk short the YAML ends with "- truncated".
+//
+// Same-origin iframes are walked as children of their iframe node. A
+// cross-origin iframe runs in another renderer process, out of reach of
+// the world the walk runs in: it shows as `- iframe "title" [cross-origin]`
+// with no content. Open shadow roots are walked as children of their host;
+// closed ones are out of reach.
+//
+// Password values never appear; other fields show their value after the
+// colon.
 type Snapshot struct {
 	URL       string `json:"url"`
 	Title     string `json:"title"`

@@ -5,6 +5,7 @@ package browser_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -18,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -272,6 +274,18 @@ func TestSnapshotContent(t *testing.T) {
 	}
 }
 
+func TestSnapshotBlankTab(t *testing.T) {
+	t.Parallel()
+	bctx := startBrowser(t)
+	p := newPage(t, bctx, newServer(t), "")
+	s := p.snapshot(browser.SnapshotOptions{})
+	if s.URL != "about:blank" || s.YAML != "" || s.Refs != 0 || s.Truncated {
+		t.Errorf("Snapshot(new tab) = %+v, want an empty snapshot of about:blank", s)
+	}
+	_, err := p.dom.Locate(p.ctx, browser.Target{By: "role", Role: "button"})
+	wantErr(t, "Locate(new tab)", err, errcode.NotFound, "target_not_found", "role button")
+}
+
 func TestSnapshotBounds(t *testing.T) {
 	t.Parallel()
 	bctx := startBrowser(t)
@@ -407,6 +421,15 @@ func TestRefs(t *testing.T) {
 		_, err = p.dom.Locate(p.ctx, browser.Target{By: "ref", Value: alpha})
 		wantErr(t, "Locate(ref from the previous document, after a new snapshot)", err, errcode.Conflict, "ref_stale", "")
 
+		// Back to the first document (from the back-forward cache or not):
+		// the refs of its earlier snapshot are not those of the latest one.
+		if err := chromedp.Do(p.ctx, chromedp.NavigateBack()); err != nil {
+			t.Fatalf("going back: %v", err)
+		}
+		_, err = p.dom.Locate(p.ctx, browser.Target{By: "ref", Value: alpha})
+		wantErr(t, "Locate(ref of the first document, after going back)", err, errcode.Conflict, "ref_stale", "")
+		s2 = p.snapshot(browser.SnapshotOptions{})
+
 		// Reset forgets the refs of the current document too.
 		alpha2 := refOf(t, s2.YAML, "button", "Alpha")
 		p.dom.Reset()
@@ -427,6 +450,22 @@ func wantErr(t *testing.T, what string, err error, code errcode.Code, reason, in
 }
 
 func nth(i int) *int { return &i }
+
+// tagOf calls a function on the located element, as actions do.
+func (p *page) tagOf(el browser.Located) string {
+	p.t.Helper()
+	yes := true
+	res, err := chromedp.Call(p.ctx, runtime.CallFunctionOn, runtime.CallFunctionOnParams{
+		FunctionDeclaration: `function() { return this.localName; }`, ObjectID: el.ObjectID, ReturnByValue: &yes})
+	if err != nil || res.ExceptionDetails != nil {
+		p.t.Fatalf("calling a function on %s: %v %v", el.ObjectID, err, res.ExceptionDetails)
+	}
+	var tag string
+	if err := json.Unmarshal(res.Result.Value, &tag); err != nil {
+		p.t.Fatal(err)
+	}
+	return tag
+}
 
 // clickJS makes the page's documents (top and same-origin iframes) record
 // what a click hits, in top.__hit, without following links.
@@ -520,8 +559,11 @@ func TestLocate(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Locate(%+v): %v", tc.target, err)
 			}
-			if el.ObjectID == "" || el.Tag != tc.tag {
-				t.Errorf("Locate(%+v) = %+v, want a %s with an object ID", tc.target, el, tc.tag)
+			if el.Tag != tc.tag {
+				t.Errorf("Locate(%+v).Tag = %q, want %q", tc.target, el.Tag, tc.tag)
+			}
+			if got := p.tagOf(el); got != tc.tag {
+				t.Errorf("Locate(%+v).ObjectID is a %q, want the %s", tc.target, got, tc.tag)
 			}
 			if tc.want != "" {
 				if !el.Visible {
@@ -638,8 +680,11 @@ func TestIsolatedWorld(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Locate(%+v) on the hostile page: %v", target, err)
 		}
-		if !el.Visible || el.X <= 0 || el.Y <= 0 {
-			t.Errorf("Locate(%+v) on the hostile page = %+v, want a visible element with a real position", target, el)
+		if !el.Visible {
+			t.Errorf("Locate(%+v) on the hostile page = %+v, want a visible element", target, el)
+		}
+		if got := p.click(el.X, el.Y); got != "Press me" {
+			t.Errorf("a click at Locate(%+v) on the hostile page = (%g, %g) hits %q, want the button", target, el.X, el.Y, got)
 		}
 	}
 }
@@ -676,4 +721,42 @@ func TestTargetValid(t *testing.T) {
 			t.Errorf("%+v.Valid() fields (-want +got):\n%s", tc.target, diff)
 		}
 	}
+}
+
+// FuzzTargetValid: Valid never panics, names only known fields, and what it
+// accepts is one selector or one well-formed query.
+func FuzzTargetValid(f *testing.F) {
+	f.Add("button", "", "", "", "", false, -1, "")
+	f.Add("", "role", "", "button", "Save", true, 0, "#f")
+	f.Add("", "ref", "f1e2", "", "", false, -1, "")
+	f.Add("", "text", " ", "", "x", false, 2, " ")
+	fields := map[string]bool{"selector": true, "by": true, "value": true, "role": true, "name": true, "nth": true, "frame": true}
+	ref := regexp.MustCompile(`^(?:f[0-9]+)?e[0-9]+$`)
+	f.Fuzz(func(t *testing.T, selector, by, value, role, name string, exact bool, n int, frame string) {
+		tg := browser.Target{Selector: selector, By: by, Value: value, Role: role, Name: name, Exact: exact}
+		if n >= -1 {
+			tg.Nth = &n
+		}
+		if frame != "" {
+			tg.Frame = []string{frame}
+		}
+		p := tg.Valid()
+		for k := range p {
+			if !fields[k] {
+				t.Errorf("%+v.Valid() names field %q", tg, k)
+			}
+		}
+		if p != nil {
+			return
+		}
+		if (selector == "") == (by == "") {
+			t.Errorf("%+v.Valid() = nil, want a problem: give a selector or by", tg)
+		}
+		if by == "ref" && !ref.MatchString(value) {
+			t.Errorf("%+v.Valid() = nil for a malformed ref", tg)
+		}
+		if tg.Nth != nil && *tg.Nth < 0 {
+			t.Errorf("%+v.Valid() = nil for a negative nth", tg)
+		}
+	})
 }

@@ -1014,7 +1014,8 @@
       state.located = el;
       return {
         x, y, visible, enabled: !isDisabled(el), editable: isEditable(el),
-        tag: el.localName, type: el.localName === 'input' ? inputType(el) : attr(el, 'type').toLowerCase(),
+        tag: el.localName,
+        type: el.localName === 'input' ? inputType(el) : el.localName === 'button' ? el.type : '',
         role, name: cap(nameOf(el, role), MAX_NAME),
       };
     });

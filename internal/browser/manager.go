@@ -44,16 +44,20 @@ type Config struct {
 	// CallTimeout bounds one action (an action may ask for less, or for
 	// up to MaxCallTimeout).
 	CallTimeout time.Duration
-	Logger      *slog.Logger
+	// WarmContexts is how many spare browser contexts to keep ready
+	// (default 2; negative: none).
+	WarmContexts int
+	Logger       *slog.Logger
 }
 
 // Defaults.
 const (
-	DefaultMaxSessions = 16
-	DefaultIdleTimeout = 10 * time.Minute
-	DefaultMaxDuration = time.Hour
-	DefaultCallTimeout = 30 * time.Second
-	MaxCallTimeout     = 2 * time.Minute
+	DefaultMaxSessions  = 16
+	DefaultIdleTimeout  = 10 * time.Minute
+	DefaultMaxDuration  = time.Hour
+	DefaultCallTimeout  = 30 * time.Second
+	MaxCallTimeout      = 2 * time.Minute
+	DefaultWarmContexts = 2
 )
 
 // chromiumCandidates are the browsers looked for, best first: the headless
@@ -69,6 +73,17 @@ type Manager struct {
 	mu       sync.Mutex
 	sessions map[string]*Session
 	shared   *sharedBrowser // the browser of context sessions, started on demand
+
+	// spares are browser contexts with a blank page, made ahead on the
+	// shared browser so that a context-mode session opens without waiting
+	// for Chromium to make one.
+	spares chan spare
+}
+
+// spare is a ready page in a browser context of its own.
+type spare struct {
+	t  *tab
+	sb *sharedBrowser
 }
 
 // sharedBrowser is the one browser context-mode sessions share.
@@ -100,7 +115,10 @@ func NewManager(cfg Config) *Manager {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Manager{cfg: cfg, log: cfg.Logger, sessions: map[string]*Session{}}
+	if cfg.WarmContexts == 0 {
+		cfg.WarmContexts = DefaultWarmContexts
+	}
+	return &Manager{cfg: cfg, log: cfg.Logger, sessions: map[string]*Session{}, spares: make(chan spare, max(cfg.WarmContexts, 0))}
 }
 
 // FindChromium returns the path of the best Chromium on this machine, or "".
@@ -316,15 +334,62 @@ func (m *Manager) Run(ctx context.Context) error {
 			m.log.Error("warming the shared browser", "err", err)
 		}
 	}
+	var wg sync.WaitGroup
+	if m.Available() == nil && m.cfg.WarmContexts > 0 {
+		wg.Go(func() { m.fillSpares(ctx) })
+	}
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
+			wg.Wait()
 			m.shutdown()
 			return nil
 		case <-t.C:
 			m.expire()
+		}
+	}
+}
+
+// fillSpares keeps the spare browser contexts made, until ctx ends.
+func (m *Manager) fillSpares(ctx context.Context) {
+	for ctx.Err() == nil {
+		sb, err := m.sharedContext()
+		var t *tab
+		if err == nil {
+			t, err = makeTab(sb.ctx, chromedp.WithNewBrowserContext())
+		}
+		if err != nil {
+			m.log.Error("making a spare browser context", "err", err)
+			select {
+			case <-ctx.Done():
+			case <-time.After(5 * time.Second):
+			}
+			continue
+		}
+		select {
+		case m.spares <- spare{t: t, sb: sb}:
+		case <-ctx.Done():
+			t.cancel()
+		}
+	}
+}
+
+// takeSpare returns a spare page of the running shared browser, or nil.
+func (m *Manager) takeSpare() *tab {
+	for {
+		select {
+		case sp := <-m.spares:
+			select {
+			case <-sp.sb.lost:
+				sp.t.cancel() // made on a browser that has since died
+				continue
+			default:
+				return sp.t
+			}
+		default:
+			return nil
 		}
 	}
 }
@@ -347,6 +412,9 @@ func (m *Manager) expire() {
 func (m *Manager) shutdown() {
 	for _, s := range m.List() {
 		s.close("daemon_stopped")
+	}
+	for t := m.takeSpare(); t != nil; t = m.takeSpare() {
+		t.cancel()
 	}
 	m.mu.Lock()
 	m.sessions = map[string]*Session{}
@@ -402,7 +470,6 @@ func (m *Manager) callTimeout(ms int64) (time.Duration, error) {
 	}
 	return d, nil
 }
-
 
 // firstRun runs the first (empty) action of a chromedp context, which
 // starts its browser or opens its tab, waiting at most d. The run itself

@@ -91,13 +91,25 @@ func (s *Session) start(ctx context.Context) error {
 	var opts []chromedp.ContextOption
 	switch s.mode {
 	case apitype.BrowserModeContext:
+		// A browser context of its own: cookies, storage and cache apart
+		// from every other session's; disposed of with the session. A
+		// spare one, made ahead, when there is one.
+		if t := s.m.takeSpare(); t != nil {
+			if err := s.attach(ctx, t); err != nil {
+				t.cancel()
+				return errcode.Wrap(errcode.Unavailable, err, "opening the browser session failed")
+			}
+			s.mu.Lock()
+			s.root = t.ctx
+			s.pages = []*tab{t}
+			s.mu.Unlock()
+			return nil
+		}
 		sb, err := s.m.sharedContext()
 		if err != nil {
 			return err
 		}
 		parent = sb.ctx
-		// A browser context of its own: cookies, storage and cache apart
-		// from every other session's; disposed of with the session.
 		opts = append(opts, chromedp.WithNewBrowserContext())
 	case apitype.BrowserModeProcess:
 		s.dir = filepath.Join(s.m.cfg.DataDir, "profile-"+s.id)
@@ -127,26 +139,38 @@ func (s *Session) start(ctx context.Context) error {
 	return nil
 }
 
-// newTab opens a page under parent and sets it up: emulation, crash and
-// dialog listeners.
+// newTab opens a page under parent and sets it up for the session.
 func (s *Session) newTab(ctx context.Context, parent context.Context, opts ...chromedp.ContextOption) (*tab, error) {
+	t, err := makeTab(parent, opts...)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.attach(ctx, t); err != nil {
+		t.cancel()
+		return nil, err
+	}
+	return t, nil
+}
+
+// makeTab opens a page under parent, not yet any session's.
+func makeTab(parent context.Context, opts ...chromedp.ContextOption) (*tab, error) {
 	tctx, cancel := chromedp.NewContext(parent, opts...)
-	t := &tab{ctx: tctx, cancel: cancel, dom: NewDOM()}
 	if err := firstRun(tctx, 30*time.Second); err != nil {
 		cancel()
 		return nil, err
 	}
+	return &tab{ctx: tctx, cancel: cancel, dom: NewDOM()}, nil
+}
+
+// attach makes a page the session's: crash and dialog listeners, and the
+// session's emulation.
+func (s *Session) attach(ctx context.Context, t *tab) error {
 	start, stop := context.WithTimeout(ctx, 30*time.Second)
 	defer stop()
-	if err := chromedp.Listen(tctx, func(ev any) { s.onEvent(t, ev) }); err != nil {
-		cancel()
-		return nil, err
+	if err := chromedp.Listen(t.ctx, func(ev any) { s.onEvent(t, ev) }); err != nil {
+		return err
 	}
-	if err := s.setup(start, tctx); err != nil {
-		cancel()
-		return nil, err
-	}
-	return t, nil
+	return s.setup(start, t.ctx)
 }
 
 // setup applies the session's emulation to a page.
