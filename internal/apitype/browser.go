@@ -32,6 +32,9 @@ type CreateBrowserSessionRequest struct {
 	// opened (default 1 hour).
 	IdleTimeoutMS int64 `json:"idle_timeout_ms,omitempty"`
 	MaxDurationMS int64 `json:"max_duration_ms,omitempty"`
+	// CaptureConsole keeps console messages' text in the diagnostics ring
+	// (otherwise only their level is kept: pages log secrets).
+	CaptureConsole bool `json:"capture_console,omitempty"`
 }
 
 // BrowserSession is a browser session as the API shows it.
@@ -103,8 +106,38 @@ type BrowserAction struct {
 	// PromptText for a prompt.
 	Accept     bool   `json:"accept,omitempty"`
 	PromptText string `json:"prompt_text,omitempty"`
-	// Snapshot bounds.
+	// Snapshot and inspect bounds.
 	MaxElements int `json:"max_elements,omitempty"`
+	// Upload: files for a file input (at most 16, 4 MiB decoded in all).
+	Files []BrowserFile `json:"files,omitempty"`
+	// Drag: the element to drop on.
+	To *BrowserTarget `json:"to,omitempty"`
+}
+
+// BrowserFile is a file an upload puts in a file input.
+type BrowserFile struct {
+	Name          string `json:"name"`
+	ContentBase64 string `json:"content_base64"`
+}
+
+// BrowserDownload is a file a download op caught: kept by the session
+// (removed when it closes) and returned inline.
+type BrowserDownload struct {
+	Filename string `json:"filename"`
+	URL      string `json:"url"` // without credentials, query or fragment
+	Size     int64  `json:"size"`
+	Base64   string `json:"base64"`
+}
+
+// BrowserEvent is one entry of a session's diagnostics ring.
+type BrowserEvent struct {
+	At     time.Time `json:"at"`
+	Kind   string    `json:"kind"` // console, request_failed, response, dialog, blocked
+	Level  string    `json:"level,omitempty"`
+	Text   string    `json:"text,omitempty"` // console text only when the session captures it
+	URL    string    `json:"url,omitempty"`  // without credentials, query or fragment
+	Status int64     `json:"status,omitempty"`
+	Method string    `json:"method,omitempty"`
 }
 
 // BrowserActionResult is the answer of an action.

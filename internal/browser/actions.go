@@ -151,6 +151,16 @@ func (s *Session) do(ctx context.Context, t *tab, a apitype.BrowserAction) (any,
 		return map[string]any{"accept": a.Accept, "expires_in_ms": dialogPolicyTTL.Milliseconds()}, nil
 	case "mouseClick", "mouseMove":
 		return nil, mouse(ctx, a.Op, a.X, a.Y)
+	case "drag", "dragCoordinates":
+		return s.drag(ctx, t, a)
+	case "upload":
+		return s.upload(ctx, t, a)
+	case "download":
+		return s.download(ctx, t, a)
+	case "inspect":
+		return s.inspect(ctx, t, a)
+	case "diagnostics":
+		return s.diag.view(), nil
 	case "":
 		return nil, errcode.InvalidFields(map[string]string{"op": "is required"})
 	}

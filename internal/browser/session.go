@@ -13,6 +13,7 @@ import (
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/inspector"
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/remote"
@@ -42,6 +43,7 @@ type Session struct {
 	pages    []*tab
 	current  int
 	dialog   *dialogPolicy
+	diag     diagnostics
 	cancel   context.CancelFunc // ends the session's browser context or browser
 	root     context.Context    // the chromedp context pages are made from
 	dir      string             // process mode: the profile directory
@@ -178,7 +180,11 @@ func (s *Session) setup(ctx context.Context, tctx context.Context) error {
 	c, cancel := context.WithTimeout(tctx, time.Until(deadline(ctx)))
 	defer cancel()
 	steps := []chromedp.Action[chromedp.Void]{chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
-		_, err := chromedp.Call(ctx, page.Enable, page.EnableParams{})
+		if _, err := chromedp.Call(ctx, page.Enable, page.EnableParams{}); err != nil {
+			return err
+		}
+		// Network events feed the diagnostics ring.
+		_, err := chromedp.Call(ctx, network.Enable, network.EnableParams{})
 		return err
 	})}
 	if v := s.req.Viewport; v != nil {
@@ -227,6 +233,7 @@ func deadline(ctx context.Context) time.Time {
 // onEvent watches a page: a crashed renderer ends the session; dialogs are
 // answered by the policy or dismissed; popups to forbidden URLs are closed.
 func (s *Session) onEvent(t *tab, ev any) {
+	s.record(ev)
 	switch e := ev.(type) {
 	case *inspector.EventTargetCrashed:
 		s.markCrashed("renderer_crashed")
@@ -254,8 +261,8 @@ func (s *Session) onEvent(t *tab, ev any) {
 		}()
 	case *page.EventWindowOpen:
 		if allowedURL(e.URL) != nil {
-			// Chromium refuses most such popups itself; the guard is ours.
-			s.m.log.Info("blocked a popup", "session_id", s.id, "url", redactURL(e.URL))
+			// Chromium refuses such popups for web pages itself; note it.
+			s.diag.add(apitype.BrowserEvent{Kind: "blocked", URL: redactURL(e.URL), Text: "popup"})
 		}
 	}
 }
@@ -316,6 +323,7 @@ func (s *Session) close(reason string) {
 		SweepOrphans(s.dir)
 		_ = os.RemoveAll(s.dir)
 	}
+	_ = os.RemoveAll(filepath.Join(s.m.cfg.DataDir, "files-"+s.id)) // uploads and downloads
 }
 
 // expired says why a session should be closed now, or "".

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"image/png"
 	"net/http"
 	"net/http/httptest"
@@ -18,6 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
+
 	"github.com/berthdev/berth/client"
 	"github.com/berthdev/berth/internal/apitype"
 	"github.com/berthdev/berth/internal/browser"
@@ -29,6 +32,10 @@ import (
 // needChromium skips (fails under CI) without Debian's Chromium.
 func needChromium(t *testing.T) {
 	t.Helper()
+	if testenv.Runtime() != "process" {
+		// Browser sessions do not use sandboxes: once is enough.
+		t.Skip("browser tests run in the process-runtime pass of make test")
+	}
 	if browser.FindChromium() == "" {
 		testenv.Missing(t, "Chromium is not installed (apt-get install chromium-headless-shell)")
 	}
@@ -420,4 +427,256 @@ func TestBrowserCDPWithPlaywright(t *testing.T) {
 	if got, err := d.Client.BrowserSession(ctx, s.ID); err != nil || got.State == apitype.BrowserClosed {
 		t.Errorf("session after the Playwright client left = %+v, %v", got, err)
 	}
+}
+
+// TestBrowserFilesDragInspectDiagnostics: upload into a file input (with
+// caps), a download caught whole, a mouse drag, bounded inspection that
+// never shows a password, and the diagnostics ring without console text
+// unless asked.
+func TestBrowserFilesDragInspectDiagnostics(t *testing.T) {
+	t.Parallel()
+	needChromium(t)
+	d := testenv.StartDaemon(t, nil)
+	base := pages(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	c := d.Client
+	s, err := c.OpenBrowserSession(ctx, apitype.CreateBrowserSessionRequest{Viewport: &apitype.Viewport{Width: 800, Height: 600}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	act(t, c, s.ID, apitype.BrowserAction{Op: "navigate", URL: base + "/files.html"}, nil)
+
+	b64 := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+	act(t, c, s.ID, apitype.BrowserAction{Op: "upload", Selector: "#up", Files: []apitype.BrowserFile{
+		{Name: "a.txt", ContentBase64: b64("hello")}, {Name: "b.csv", ContentBase64: b64("1,2,3\n")}}}, nil)
+	if got := evalString(t, c, s.ID, `document.getElementById('out').textContent`); got != "a.txt:5,b.csv:6" {
+		t.Errorf("after upload the page saw %q", got)
+	}
+	big := base64.StdEncoding.EncodeToString(make([]byte, 4<<20+1))
+	for _, tc := range []struct {
+		a      apitype.BrowserAction
+		reason string
+	}{
+		{apitype.BrowserAction{Op: "upload", Selector: "#up", Files: []apitype.BrowserFile{{Name: "big", ContentBase64: big}}}, "upload_too_large"},
+		{apitype.BrowserAction{Op: "upload", Selector: "#up", Files: []apitype.BrowserFile{{Name: "../x", ContentBase64: ""}}}, ""},
+		{apitype.BrowserAction{Op: "upload", Selector: "#pw", Files: []apitype.BrowserFile{{Name: "a", ContentBase64: ""}}}, "not_file_input"},
+	} {
+		if err := c.BrowserAction(ctx, s.ID, tc.a, nil); err == nil || (tc.reason != "" && errcode.ReasonOf(err) != tc.reason) {
+			t.Errorf("upload %s: %v, want %q", tc.a.Files[0].Name, err, tc.reason)
+		}
+	}
+
+	var dl apitype.BrowserDownload
+	act(t, c, s.ID, apitype.BrowserAction{Op: "download", Selector: "#dl"}, &dl)
+	if raw, _ := base64.StdEncoding.DecodeString(dl.Base64); string(raw) != "quarterly numbers\n" || dl.Filename != "report.txt" || dl.Size != 18 {
+		t.Errorf("download = %+v (%q)", dl, raw)
+	}
+
+	act(t, c, s.ID, apitype.BrowserAction{Op: "drag", Selector: "#box", To: &apitype.BrowserTarget{Selector: "#zone"}}, nil)
+	if got := evalString(t, c, s.ID, `document.getElementById('out').textContent`); got != "dropped" {
+		t.Errorf("after drag: %q", got)
+	}
+	act(t, c, s.ID, apitype.BrowserAction{Op: "dragCoordinates", X: 350, Y: 250, ToX: 10, ToY: 10}, nil)
+
+	var insp struct {
+		Nodes []struct {
+			Tag        string            `json:"tag"`
+			Attributes map[string]string `json:"attributes"`
+			Value      *string           `json:"value"`
+		} `json:"nodes"`
+		Truncated bool `json:"truncated"`
+	}
+	act(t, c, s.ID, apitype.BrowserAction{Op: "inspect", MaxElements: 5}, &insp)
+	if len(insp.Nodes) != 5 || !insp.Truncated || insp.Nodes[0].Tag != "body" {
+		t.Errorf("inspect of body, 5 at most = %d nodes, truncated %t", len(insp.Nodes), insp.Truncated)
+	}
+	act(t, c, s.ID, apitype.BrowserAction{Op: "inspect", Selector: "#pw"}, &insp)
+	if len(insp.Nodes) != 1 || insp.Nodes[0].Value != nil || insp.Nodes[0].Attributes["value"] != "" || insp.Nodes[0].Attributes["type"] != "password" {
+		t.Errorf("inspect of a password field shows its value: %+v", insp.Nodes)
+	}
+
+	var diag struct {
+		Events []apitype.BrowserEvent `json:"events"`
+	}
+	act(t, c, s.ID, apitype.BrowserAction{Op: "diagnostics"}, &diag)
+	sawConsole := false
+	for _, e := range diag.Events {
+		if e.Kind == "console" {
+			sawConsole = true
+			if e.Text != "" {
+				t.Errorf("console text kept without capture_console: %+v", e)
+			}
+		}
+	}
+	if !sawConsole {
+		t.Errorf("diagnostics = %+v, want the page's console message", diag.Events)
+	}
+	// Positive control: a session that captures console text has it.
+	s2, err := c.OpenBrowserSession(ctx, apitype.CreateBrowserSessionRequest{CaptureConsole: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	act(t, c, s2.ID, apitype.BrowserAction{Op: "navigate", URL: base + "/files.html"}, nil)
+	act(t, c, s2.ID, apitype.BrowserAction{Op: "diagnostics"}, &diag)
+	found := false
+	for _, e := range diag.Events {
+		found = found || strings.Contains(e.Text, "page says secret-token-123")
+	}
+	if !found {
+		t.Errorf("diagnostics with capture_console = %+v, want the text", diag.Events)
+	}
+}
+
+// TestBrowserMoreOps covers the ops the other tests leave out: forward,
+// reload, dblclick, hover, focus, uncheck, scroll, content, mouse ops,
+// element and JPEG screenshots; and that two sessions share no cookies.
+func TestBrowserMoreOps(t *testing.T) {
+	t.Parallel()
+	needChromium(t)
+	d := testenv.StartDaemon(t, nil)
+	base := pages(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	c := d.Client
+	s, err := c.OpenBrowserSession(ctx, apitype.CreateBrowserSessionRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	act(t, c, s.ID, apitype.BrowserAction{Op: "navigate", URL: base + "/docs.html"}, nil)
+	act(t, c, s.ID, apitype.BrowserAction{Op: "navigate", URL: base + "/events.html"}, nil)
+	act(t, c, s.ID, apitype.BrowserAction{Op: "back"}, nil)
+	act(t, c, s.ID, apitype.BrowserAction{Op: "forward"}, nil)
+	act(t, c, s.ID, apitype.BrowserAction{Op: "reload"}, nil)
+	if err := c.BrowserAction(ctx, s.ID, apitype.BrowserAction{Op: "forward"}, nil); errcode.ReasonOf(err) != "no_history" {
+		t.Errorf("forward at the end of history: %v, want no_history", err)
+	}
+	act(t, c, s.ID, apitype.BrowserAction{Op: "hover", Selector: "#b"}, nil)
+	act(t, c, s.ID, apitype.BrowserAction{Op: "dblclick", Selector: "#b"}, nil)
+	act(t, c, s.ID, apitype.BrowserAction{Op: "focus", Selector: "#i"}, nil)
+	if got := evalString(t, c, s.ID, `berthLog.join(',')`); got != "mouseover,click,click,dblclick,focus" {
+		t.Errorf("events = %q", got)
+	}
+	var ch map[string]bool
+	act(t, c, s.ID, apitype.BrowserAction{Op: "uncheck", Selector: "#c"}, &ch)
+	if ch["checked"] {
+		t.Errorf("uncheck = %v", ch)
+	}
+	act(t, c, s.ID, apitype.BrowserAction{Op: "scroll", Selector: "#far"}, nil)
+	var y float64
+	act(t, c, s.ID, apitype.BrowserAction{Op: "evaluate", Expression: "scrollY"}, &y)
+	if y < 1000 {
+		t.Errorf("after scrolling to #far, scrollY = %v", y)
+	}
+	act(t, c, s.ID, apitype.BrowserAction{Op: "scroll", DeltaY: -5000}, nil)
+	act(t, c, s.ID, apitype.BrowserAction{Op: "evaluate", Expression: "scrollY"}, &y)
+	if y != 0 {
+		t.Errorf("after scrolling up by 5000, scrollY = %v", y)
+	}
+	act(t, c, s.ID, apitype.BrowserAction{Op: "mouseMove", X: 300, Y: 400}, nil)
+	act(t, c, s.ID, apitype.BrowserAction{Op: "mouseClick", X: 500, Y: 500}, nil)
+	if got := evalString(t, c, s.ID, `lastMove.join(',') + '|' + berthLog.at(-1)`); got != "500,500|bodyclick" {
+		t.Errorf("after mouse ops: %q", got)
+	}
+	var content struct {
+		HTML      string `json:"html"`
+		Truncated bool   `json:"truncated"`
+	}
+	act(t, c, s.ID, apitype.BrowserAction{Op: "content"}, &content)
+	if !strings.Contains(content.HTML, `<button id="b"`) || content.Truncated {
+		t.Errorf("content = %.200q", content.HTML)
+	}
+	var img apitype.Image
+	act(t, c, s.ID, apitype.BrowserAction{Op: "screenshot", Selector: "#b"}, &img)
+	raw, _ := base64.StdEncoding.DecodeString(img.Base64)
+	if cfg, err := png.DecodeConfig(bytes.NewReader(raw)); err != nil || cfg.Width != 120 || cfg.Height != 40 {
+		t.Errorf("element screenshot = %+v, %v; want 120x40", cfg, err)
+	}
+	act(t, c, s.ID, apitype.BrowserAction{Op: "screenshot", Format: "jpeg", Quality: 50}, &img)
+	if raw, _ := base64.StdEncoding.DecodeString(img.Base64); img.MimeType != "image/jpeg" || !bytes.HasPrefix(raw, []byte{0xff, 0xd8}) {
+		t.Errorf("jpeg screenshot = %s, %x", img.MimeType, raw[:min(4, len(raw))])
+	}
+
+	// Browser contexts are apart: a cookie of one session is not another's.
+	act(t, c, s.ID, apitype.BrowserAction{Op: "evaluate", Expression: `document.cookie = "who=first; path=/"`}, nil)
+	s2, err := c.OpenBrowserSession(ctx, apitype.CreateBrowserSessionRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	act(t, c, s2.ID, apitype.BrowserAction{Op: "navigate", URL: base + "/events.html"}, nil)
+	if got := evalString(t, c, s2.ID, `document.cookie`); got != "" {
+		t.Errorf("second session sees cookie %q", got)
+	}
+	if got := evalString(t, c, s.ID, `document.cookie`); got != "who=first" { // positive control
+		t.Errorf("first session's cookie = %q", got)
+	}
+}
+
+// TestBrowserRendererCrash crashes the session's renderer (Page.crash,
+// sent through the CDP endpoint): the session reports crashed with the
+// reason, and a new session works.
+func TestBrowserRendererCrash(t *testing.T) {
+	t.Parallel()
+	needChromium(t)
+	d := testenv.StartDaemon(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c := d.Client
+	s, err := c.OpenBrowserSession(ctx, apitype.CreateBrowserSessionRequest{Mode: "process"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	act(t, c, s.ID, apitype.BrowserAction{Op: "evaluate", Expression: "1"}, nil)
+	endpoint := strings.Replace(d.URL, "http://", "ws://", 1) + "/v1/browser/sessions/" + s.ID + "/cdp"
+	conn, _, err := websocket.Dial(ctx, endpoint, &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + d.Token}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.CloseNow()
+	conn.SetReadLimit(64 << 20)
+	call := func(id int, method, session string, params any) map[string]any {
+		msg := map[string]any{"id": id, "method": method, "params": params}
+		if session != "" {
+			msg["sessionId"] = session
+		}
+		b, _ := json.Marshal(msg)
+		if err := conn.Write(ctx, websocket.MessageText, b); err != nil {
+			t.Fatal(err)
+		}
+		for {
+			_, b, err := conn.Read(ctx)
+			if err != nil {
+				t.Fatalf("%s: %v", method, err)
+			}
+			var r map[string]any
+			_ = json.Unmarshal(b, &r)
+			if r["id"] == float64(id) {
+				return r
+			}
+		}
+	}
+	targets := call(1, "Target.getTargets", "", map[string]any{})
+	var page string
+	for _, ti := range targets["result"].(map[string]any)["targetInfos"].([]any) {
+		if m := ti.(map[string]any); m["type"] == "page" {
+			page = m["targetId"].(string)
+		}
+	}
+	attached := call(2, "Target.attachToTarget", "", map[string]any{"targetId": page, "flatten": true})
+	sid := attached["result"].(map[string]any)["sessionId"].(string)
+	b, _ := json.Marshal(map[string]any{"id": 3, "method": "Page.crash", "sessionId": sid})
+	_ = conn.Write(ctx, websocket.MessageText, b)
+
+	testenv.Eventually(t, 20*time.Second, "the session to report the crash", func() bool {
+		got, err := c.BrowserSession(ctx, s.ID)
+		return err == nil && got.State == apitype.BrowserCrashed && got.Reason == "renderer_crashed"
+	})
+	if err := c.BrowserAction(ctx, s.ID, apitype.BrowserAction{Op: "evaluate", Expression: "1"}, nil); errcode.ReasonOf(err) != "session_crashed" {
+		t.Errorf("action on the crashed session: %v, want session_crashed", err)
+	}
+	s2, err := c.OpenBrowserSession(ctx, apitype.CreateBrowserSessionRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	act(t, c, s2.ID, apitype.BrowserAction{Op: "evaluate", Expression: "1"}, nil)
 }
