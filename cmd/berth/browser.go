@@ -37,6 +37,8 @@ func (a *app) browserCommand() *cobra.Command {
 	cmd := &cobra.Command{Use: "browser", Aliases: []string{"br"}, Short: "Drive browser sessions (headless Chromium)",
 		Long: "Drive browser sessions. TARGET is a CSS selector, or ref=e12 (from snapshot), text=..., label=...,\ntestid=..., role=button or role=button:Name."}
 
+	var timeout time.Duration
+	cmd.PersistentFlags().DurationVar(&timeout, "timeout", 0, "how long an action may take, waits for its target included (default 30s, at most 2m)")
 	var mode, viewport string
 	open := &cobra.Command{
 		Use: "open", Short: "Open a session and print its id", Args: cobra.NoArgs,
@@ -96,8 +98,10 @@ func (a *app) browserCommand() *cobra.Command {
 				if err != nil {
 					return err
 				}
+				act := build(args)
+				act.TimeoutMS = timeout.Milliseconds()
 				var res json.RawMessage
-				if err := c.BrowserAction(cmd.Context(), args[0], build(args), &res); err != nil {
+				if err := c.BrowserAction(cmd.Context(), args[0], act, &res); err != nil {
 					return err
 				}
 				if len(res) > 0 {

@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berthdev/berth/internal/browser"
 	"github.com/berthdev/berth/internal/daemon"
 	"github.com/berthdev/berth/internal/testenv"
 )
@@ -94,4 +96,52 @@ func TestTemplateCommands(t *testing.T) {
 		t.Errorf("%v\nwant exit 1 naming the failed step", r)
 	}
 	c.fails(1, "image_invalid", "template", "import", "x", "/dev/null")
+}
+
+// TestBrowserCommands runs the browser CLI against a real page.
+func TestBrowserCommands(t *testing.T) {
+	t.Parallel()
+	if browser.FindChromium() == "" {
+		testenv.Missing(t, "Chromium is not installed")
+	}
+	if testenv.Runtime() != "process" {
+		t.Skip("browser tests run in the process-runtime pass of make test")
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte(`<!doctype html><title>CLI page</title><label for=q>Query</label><input id=q>
+<button onclick="document.title = 'got ' + document.getElementById('q').value">Search</button>`))
+	})
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	d := testenv.StartDaemon(t, nil)
+	c := newCLI(t, d)
+	id := strings.TrimSpace(c.ok("browser", "open", "--viewport", "640x480").stdout)
+	if !strings.HasPrefix(id, "brs_") {
+		t.Fatalf("browser open printed %q", id)
+	}
+	c.ok("browser", "goto", id, srv.URL+"/")
+	snap := c.ok("browser", "snapshot", id).stdout
+	if !strings.Contains(snap, `textbox "Query"`) || !strings.Contains(snap, `button "Search" [ref=`) {
+		t.Errorf("snapshot = %q", snap)
+	}
+	c.ok("browser", "fill", id, "label=Query", "cats")
+	c.ok("browser", "click", id, "role=button:Search")
+	if got := strings.TrimSpace(c.ok("browser", "eval", id, "document.title").stdout); got != `"got cats"` {
+		t.Errorf("eval document.title = %s", got)
+	}
+	c.ok("browser", "press", id, "Tab")
+	file := filepath.Join(c.dir, "page.png")
+	c.ok("browser", "shot", id, file)
+	if b, err := os.ReadFile(file); err != nil || !strings.HasPrefix(string(b), "\x89PNG") {
+		t.Errorf("shot wrote %d bytes, %v", len(b), err)
+	}
+	if ls := c.ok("browser", "ls").stdout; !strings.Contains(ls, id) || !strings.Contains(ls, "open") {
+		t.Errorf("browser ls = %q", ls)
+	}
+	c.fails(1, "url_blocked", "browser", "goto", id, "file:///etc/passwd")
+	c.fails(1, "target_not_found", "browser", "click", id, "#missing", "--timeout", "500ms")
+	c.fails(2, "WIDTHxHEIGHT", "browser", "open", "--viewport", "big")
+	c.ok("browser", "close", id)
+	c.fails(1, "session_not_found", "browser", "close", id)
 }

@@ -346,11 +346,10 @@
 
   // ---- States ----
 
+  // isDisabled: disabled by the attribute (or a disabled fieldset), or by
+  // aria-disabled on the element or an ancestor.
   function isDisabled(el) {
-    try {
-      if (el.matches(':disabled')) return true;
-    } catch (e) { /* not a form control */ }
-    return !!el.closest('[aria-disabled="true"]');
+    return el.matches(':disabled') || !!el.closest('[aria-disabled="true"]');
   }
 
   function checkedState(el, role) {
@@ -497,20 +496,21 @@
       return;
     }
     if (tag === 'svg') {
-      // SVG insides are drawing, not content: an svg is an img when named.
+      // SVG insides are drawing, not content: an svg is an img when it is
+      // named or looks clickable, and a leaf.
       if (!shown) return;
-      const name = role && role !== 'img' && !COLLAPSE.has(role) ? nameOf(el, role) : nameOf(el, 'img');
-      if (name || (role && !COLLAPSE.has(role))) {
-        addNode(el, role && !COLLAPSE.has(role) ? role : 'img', cx, items, depth, domDepth, env, cs, shown, true);
+      const r = role && !COLLAPSE.has(role) ? role : 'img';
+      if (r !== 'img' || nameOf(el, 'img') || interactiveHint(el, cs, env)) {
+        addNode(el, r, cx, items, depth, domDepth, env, cs, shown, true);
       }
       return;
     }
-    if (tag === 'details' && !el.open) {
+    if (tag === 'details' && !el.open && shown) {
       // A closed details shows its summary only.
       const sum = Array.from(el.children).find(c => c.localName === 'summary');
-      const sub = [];
-      if (sum) walkElement(sum, cx, sub, depth + 1, domDepth + 1, env);
-      pushNode(cx, items, depth, { role: 'group', name: nameOf(el, 'group'), el, frame: env.frame, states: [], interactive: false, items: sub });
+      const node = { role: 'group', name: cap(nameOf(el, 'group'), MAX_NAME), el, frame: env.frame,
+        interactive: false, states: [], url: '', value: '', items: [] };
+      if (pushNode(cx, items, depth, node) && sum) walkElement(sum, cx, node.items, depth + 1, domDepth + 1, env);
       return;
     }
     addNode(el, role, cx, items, depth, domDepth, env, cs, shown, false);
@@ -569,11 +569,11 @@
       return;
     }
     const node = {
-      role: role || 'generic', name: '', el, frame: env.frame, interactive,
+      role: COLLAPSE.has(role) ? 'generic' : role, name: '', el, frame: env.frame, interactive,
       states: statesOf(el, role), url: '', value: '', items: [],
     };
     // A row's name would repeat its cells, which the YAML shows anyway.
-    if (!COLLAPSE.has(role) && role !== 'row') node.name = cap(nameOf(el, role), MAX_NAME);
+    if (role !== 'row') node.name = cap(nameOf(el, node.role), MAX_NAME);
     if (role === 'link' && (tag === 'a' || tag === 'area')) {
       const h = typeof el.href === 'string' ? el.href : attr(el, 'href');
       node.url = cap(h, MAX_URL);

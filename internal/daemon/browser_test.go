@@ -680,3 +680,34 @@ func TestBrowserRendererCrash(t *testing.T) {
 	}
 	act(t, c, s2.ID, apitype.BrowserAction{Op: "evaluate", Expression: "1"}, nil)
 }
+
+// TestBrowserStartupSweep leaves a Chromium running on a profile under the
+// data directory, as a killed daemon would, and starts the daemon: it
+// kills that browser. A browser on a profile elsewhere is left alone.
+func TestBrowserStartupSweep(t *testing.T) {
+	t.Parallel()
+	needChromium(t)
+	dataDir := filepath.Join(testenv.ShortTempDir(t), "d")
+	start := func(profile string) *exec.Cmd {
+		cmd := exec.Command(browser.FindChromium(), "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+			"--user-data-dir="+profile, "about:blank")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		return cmd
+	}
+	orphan := start(filepath.Join(dataDir, "browser", "shared-orphan"))
+	other := start(filepath.Join(testenv.ShortTempDir(t), "elsewhere"))
+	exited := make(chan struct{})
+	go func() { _ = orphan.Wait(); close(exited) }()
+	testenv.StartDaemonProcess(t, dataDir)
+	select {
+	case <-exited:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the orphaned browser still runs 30s after the daemon started")
+	}
+	if err := other.Process.Signal(syscall.Signal(0)); err != nil {
+		t.Errorf("a browser outside the data directory was killed: %v", err)
+	}
+}
