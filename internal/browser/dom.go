@@ -27,6 +27,12 @@ var injectJS string
 // worldName names Berth's isolated world in every frame. Chromium keeps one
 // world per name and frame, and gives each new document a fresh context of
 // it, so page scripts never share globals or prototypes with Berth's.
+//
+// A caveat for code sharing the tab: chromedp's selector queries and Poll
+// remember the latest execution context created in a frame, whichever its
+// world, so once Berth's world exists they may run in it. Evaluate and
+// raw CDP calls without a context ID are not affected (they use the page's
+// main world).
 const worldName = "berth"
 
 // Snapshot bounds: the defaults, and the most a caller may ask for.

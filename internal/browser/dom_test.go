@@ -356,6 +356,26 @@ func TestSnapshotLargeTable(t *testing.T) {
 	if !strings.Contains(full.YAML, `- cell "Person 1499"`) {
 		t.Errorf("Snapshot(generous bounds) lacks the last row")
 	}
+	start = time.Now()
+	again := p.snapshot(browser.SnapshotOptions{MaxElements: 100_000, MaxBytes: 8 << 20})
+	t.Logf("again (refs reused): %s", time.Since(start))
+	if again.YAML != full.YAML {
+		t.Errorf("a second snapshot of the unchanged table differs from the first")
+	}
+
+	// Semantic locators over the whole table.
+	start = time.Now()
+	el, err := p.dom.Locate(p.ctx, browser.Target{By: "text", Value: "p1499@example.com", Exact: true})
+	t.Logf("Locate by text on the table: %s", time.Since(start))
+	if err != nil || el.Tag != "td" {
+		t.Errorf("Locate(text p1499@example.com) = %+v, %v; want its cell", el, err)
+	}
+	start = time.Now()
+	n, err := p.dom.Count(p.ctx, browser.Target{By: "role", Role: "link", Name: "Edit"})
+	t.Logf("Count by role on the table: %s", time.Since(start))
+	if err != nil || n != 1500 {
+		t.Errorf("Count(role link Edit) = %d, %v; want 1500", n, err)
+	}
 }
 
 func TestRefs(t *testing.T) {
@@ -405,6 +425,24 @@ func TestRefs(t *testing.T) {
 		wantErr(t, "Locate(ref of a removed element)", err, errcode.Conflict, "ref_stale", alpha)
 		if n, err := p.dom.Count(p.ctx, browser.Target{By: "ref", Value: gamma}); err != nil || n != 1 {
 			t.Errorf("Count(ref %s) = %d, %v; want 1", gamma, n, err)
+		}
+	})
+
+	t.Run("frame navigation", func(t *testing.T) {
+		t.Parallel()
+		p := newPage(t, bctx, srv, "frames.html")
+		s := p.snapshot(browser.SnapshotOptions{})
+		pay, card := refOf(t, s.YAML, "button", "Pay now"), refOf(t, s.YAML, "textbox", "Card number")
+		// The inner iframe loads another document: its refs go stale, the
+		// outer frame's stay.
+		eval[bool](p, `document.getElementById('outer').contentDocument.getElementById('inner').src = 'refs.html'; true`)
+		var err error
+		testenv.Eventually(t, 10*time.Second, "the ref of the inner frame's old document goes stale", func() bool {
+			_, err = p.dom.Locate(p.ctx, browser.Target{By: "ref", Value: pay})
+			return errcode.ReasonOf(err) == "ref_stale"
+		})
+		if _, err := p.dom.Locate(p.ctx, browser.Target{By: "ref", Value: card}); err != nil {
+			t.Errorf("Locate(ref %s of the outer frame) after the inner frame navigated: %v", card, err)
 		}
 	})
 

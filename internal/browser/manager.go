@@ -242,6 +242,7 @@ func (m *Manager) Open(ctx context.Context, req apitype.CreateBrowserSessionRequ
 		s.close("start_failed")
 		return nil, err
 	}
+	s.watchPopups()
 	m.log.Info("browser session opened", "session_id", s.id, "mode", s.mode)
 	return s, nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/chromedp/cdproto/inspector"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/remote"
 
@@ -44,6 +45,7 @@ type Session struct {
 	current  int
 	dialog   *dialogPolicy
 	diag     diagnostics
+	adopted  map[target.ID]bool // popups made pages
 	cancel   context.CancelFunc // ends the session's browser context or browser
 	root     context.Context    // the chromedp context pages are made from
 	dir      string             // process mode: the profile directory
@@ -51,6 +53,7 @@ type Session struct {
 
 // tab is one page of a session.
 type tab struct {
+	id     target.ID // set for adopted popups
 	ctx    context.Context
 	cancel context.CancelFunc
 	dom    *DOM
@@ -65,7 +68,7 @@ type dialogPolicy struct {
 }
 
 func newSession(m *Manager, id string, req apitype.CreateBrowserSessionRequest) *Session {
-	s := &Session{m: m, id: id, mode: req.Mode, req: req, created: time.Now(), state: apitype.BrowserOpen,
+	s := &Session{m: m, id: id, mode: req.Mode, req: req, created: time.Now(), state: apitype.BrowserOpen, adopted: map[target.ID]bool{},
 		idle: m.cfg.IdleTimeout, maxDur: m.cfg.MaxDuration}
 	s.lastUsed = s.created
 	if req.IdleTimeoutMS > 0 {

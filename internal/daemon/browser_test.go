@@ -597,6 +597,35 @@ func TestBrowserMoreOps(t *testing.T) {
 		t.Errorf("jpeg screenshot = %s, %x", img.MimeType, raw[:min(4, len(raw))])
 	}
 
+	// Popups: an allowed one becomes a page; one with credentials in its
+	// URL is closed and reported.
+	act(t, c, s.ID, apitype.BrowserAction{Op: "click", Selector: "#pop-ok"}, nil)
+	testenv.Eventually(t, 10*time.Second, "the popup to become a page", func() bool {
+		var list []apitype.BrowserPage
+		act(t, c, s.ID, apitype.BrowserAction{Op: "pages"}, &list)
+		return len(list) == 2 && strings.HasSuffix(list[1].URL, "/docs.html") && !list[1].Current
+	})
+	act(t, c, s.ID, apitype.BrowserAction{Op: "click", Selector: "#pop-cred"}, nil)
+	testenv.Eventually(t, 10*time.Second, "the popup with credentials to be blocked", func() bool {
+		var diag struct {
+			Events []apitype.BrowserEvent `json:"events"`
+		}
+		act(t, c, s.ID, apitype.BrowserAction{Op: "diagnostics"}, &diag)
+		for _, e := range diag.Events {
+			if e.Kind == "blocked" && strings.HasSuffix(e.URL, "/docs.html") && !strings.Contains(e.URL, "pw@") {
+				return true
+			}
+		}
+		return false
+	})
+	var list []apitype.BrowserPage
+	act(t, c, s.ID, apitype.BrowserAction{Op: "pages"}, &list)
+	for _, p := range list {
+		if strings.Contains(p.URL, "@") {
+			t.Errorf("a page with credentials is open: %+v", list)
+		}
+	}
+
 	// Browser contexts are apart: a cookie of one session is not another's.
 	act(t, c, s.ID, apitype.BrowserAction{Op: "evaluate", Expression: `document.cookie = "who=first; path=/"`}, nil)
 	s2, err := c.OpenBrowserSession(ctx, apitype.CreateBrowserSessionRequest{})
