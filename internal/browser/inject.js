@@ -20,8 +20,8 @@
 // name them. Open shadow roots are walked as children of their host (slots
 // show what is assigned to them); closed shadow roots are out of reach.
 //
-// Errors come back as {error: {reason, count, detail, field}}; dom.go turns
-// them into errcode errors that name the target.
+// Failures come back as {error: {reason, count, detail, field, nth}};
+// dom.go turns them into errcode errors that name the target.
 (() => {
   'use strict';
   if (globalThis.__berth) return 'present';
@@ -92,7 +92,6 @@
   function norm(s) { return String(s).replace(/\s+/g, ' ').trim(); }
   function cap(s, n) { return s.length > n ? s.slice(0, n - 1) + '…' : s; }
   function attr(el, name) { const v = el.getAttribute(name); return v === null ? '' : v; }
-  function isElement(n) { return n && n.nodeType === 1; }
 
   // composedChildren are the nodes rendered inside n: a shadow host's
   // shadow tree, a slot's assigned nodes (or its fallback content), or
