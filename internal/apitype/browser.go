@@ -27,6 +27,9 @@ type CreateBrowserSessionRequest struct {
 	UserAgent string    `json:"user_agent,omitempty"`
 	Locale    string    `json:"locale,omitempty"`
 	Timezone  string    `json:"timezone,omitempty"`
+	// Profile names a persistent profile (cookies, storage) kept between
+	// sessions; it needs mode process, and one session at a time uses it.
+	Profile string `json:"profile,omitempty"`
 	// IdleTimeoutMS closes the session after this long without an action
 	// (default 10 minutes); MaxDurationMS closes it this long after it
 	// opened (default 1 hour).
@@ -41,6 +44,7 @@ type CreateBrowserSessionRequest struct {
 type BrowserSession struct {
 	ID         string    `json:"id"`
 	Mode       string    `json:"mode"`
+	Profile    string    `json:"profile,omitempty"`
 	State      string    `json:"state"`
 	Reason     string    `json:"reason,omitempty"`
 	URL        string    `json:"url"`

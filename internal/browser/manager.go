@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -59,6 +60,8 @@ const (
 	MaxCallTimeout      = 2 * time.Minute
 	DefaultWarmContexts = 2
 )
+
+var profileNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 
 // chromiumCandidates are the browsers looked for, best first: the headless
 // shell launches in a third of the time and uses a fifth of the memory per
@@ -226,6 +229,15 @@ func (m *Manager) Open(ctx context.Context, req apitype.CreateBrowserSessionRequ
 			open++
 		}
 	}
+	if req.Profile != "" {
+		for _, o := range m.sessions {
+			if o.req.Profile == req.Profile && o.State() != apitype.BrowserClosed {
+				m.mu.Unlock()
+				return nil, errcode.WithReason(errcode.Conflict, "profile_in_use",
+					"profile %q is in use by session %s; close it first", req.Profile, o.id)
+			}
+		}
+	}
 	if open >= m.cfg.MaxSessions {
 		m.mu.Unlock()
 		return nil, errcode.WithReason(errcode.ResourceExhausted, "session_limit",
@@ -259,6 +271,14 @@ func validSessionRequest(req *apitype.CreateBrowserSessionRequest) map[string]st
 		}
 	default:
 		p["mode"] = "must be context, process or remote"
+	}
+	if req.Profile != "" {
+		switch {
+		case !profileNameRE.MatchString(req.Profile):
+			p["profile"] = "must be 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit"
+		case req.Mode != apitype.BrowserModeProcess:
+			p["profile"] = "a persistent profile needs mode process"
+		}
 	}
 	if req.Mode != apitype.BrowserModeRemote && req.CDPURL != "" {
 		p["cdp_url"] = "only remote mode takes a CDP URL"

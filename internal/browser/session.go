@@ -118,6 +118,10 @@ func (s *Session) start(ctx context.Context) error {
 		opts = append(opts, chromedp.WithNewBrowserContext())
 	case apitype.BrowserModeProcess:
 		s.dir = filepath.Join(s.m.cfg.DataDir, "profile-"+s.id)
+		if s.req.Profile != "" {
+			// A named profile outlives the session (see close).
+			s.dir = filepath.Join(s.m.cfg.DataDir, "profiles", s.req.Profile)
+		}
 		if err := os.MkdirAll(s.dir, 0o700); err != nil {
 			return err
 		}
@@ -316,6 +320,13 @@ func (s *Session) close(reason string) {
 		s.state, s.reason = apitype.BrowserClosed, reason
 	}
 	s.mu.Unlock()
+	if s.req.Profile != "" && len(pages) > 0 {
+		// A kept profile needs its browser to close gracefully: Chromium
+		// writes cookies and storage out then.
+		gctx, cancel := context.WithTimeout(pages[0].ctx, 5*time.Second)
+		_ = chromedp.Cancel(gctx)
+		cancel()
+	}
 	for i := len(pages) - 1; i >= 0; i-- {
 		pages[i].cancel() // the first page's cancel disposes of the browser context
 	}
@@ -324,7 +335,13 @@ func (s *Session) close(reason string) {
 	}
 	if s.dir != "" {
 		SweepOrphans(s.dir)
-		_ = os.RemoveAll(s.dir)
+		if s.req.Profile == "" {
+			_ = os.RemoveAll(s.dir)
+		} else {
+			// Kept for the next session of the profile; the port file of
+			// this browser is not.
+			_ = os.Remove(filepath.Join(s.dir, "DevToolsActivePort"))
+		}
 	}
 	_ = os.RemoveAll(filepath.Join(s.m.cfg.DataDir, "files-"+s.id)) // uploads and downloads
 }
@@ -350,7 +367,7 @@ func (s *Session) expired(now time.Time) string {
 // View renders the session for the API.
 func (s *Session) View(ctx context.Context) apitype.BrowserSession {
 	s.mu.Lock()
-	out := apitype.BrowserSession{ID: s.id, Mode: s.mode, State: s.state, Reason: s.reason, Pages: len(s.pages),
+	out := apitype.BrowserSession{ID: s.id, Mode: s.mode, Profile: s.req.Profile, State: s.state, Reason: s.reason, Pages: len(s.pages),
 		CreatedAt: s.created.UTC(), LastUsedAt: s.lastUsed.UTC(), ExpiresAt: s.created.Add(s.maxDur).UTC()}
 	if idleEnd := s.lastUsed.Add(s.idle); idleEnd.Before(out.ExpiresAt) {
 		out.ExpiresAt = idleEnd.UTC()

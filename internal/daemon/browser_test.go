@@ -740,3 +740,49 @@ func TestBrowserStartupSweep(t *testing.T) {
 		t.Errorf("a browser outside the data directory was killed: %v", err)
 	}
 }
+
+// TestBrowserProfiles: a named profile keeps cookies between sessions, one
+// session at a time uses it, and it needs process mode.
+func TestBrowserProfiles(t *testing.T) {
+	t.Parallel()
+	needChromium(t)
+	d := testenv.StartDaemon(t, nil)
+	base := pages(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c := d.Client
+	open := func() apitype.BrowserSession {
+		s, err := c.OpenBrowserSession(ctx, apitype.CreateBrowserSessionRequest{Mode: "process", Profile: "alice"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		act(t, c, s.ID, apitype.BrowserAction{Op: "navigate", URL: base + "/docs.html"}, nil)
+		return s
+	}
+	s := open()
+	if _, err := c.OpenBrowserSession(ctx, apitype.CreateBrowserSessionRequest{Mode: "process", Profile: "alice"}); errcode.ReasonOf(err) != "profile_in_use" {
+		t.Errorf("a second session of the profile: %v, want profile_in_use", err)
+	}
+	act(t, c, s.ID, apitype.BrowserAction{Op: "evaluate", Expression: `document.cookie = "kept=yes; max-age=3600; path=/"`}, nil)
+	if err := c.CloseBrowserSession(ctx, s.ID); err != nil {
+		t.Fatal(err)
+	}
+	s = open()
+	testenv.Eventually(t, 10*time.Second, "the cookie in the next session of the profile", func() bool {
+		return evalString(t, c, s.ID, `document.cookie`) == "kept=yes"
+	})
+	// Positive control: a session without the profile has no such cookie.
+	o, err := c.OpenBrowserSession(ctx, apitype.CreateBrowserSessionRequest{Mode: "process"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	act(t, c, o.ID, apitype.BrowserAction{Op: "navigate", URL: base + "/docs.html"}, nil)
+	if got := evalString(t, c, o.ID, `document.cookie`); got != "" {
+		t.Errorf("a session without the profile sees %q", got)
+	}
+	for _, req := range []apitype.CreateBrowserSessionRequest{{Profile: "alice"}, {Mode: "process", Profile: "../x"}} {
+		if _, err := c.OpenBrowserSession(ctx, req); !errcode.Is(err, errcode.Invalid) {
+			t.Errorf("OpenBrowserSession(%+v) = %v, want invalid", req, err)
+		}
+	}
+}
