@@ -365,10 +365,22 @@ const selectJS = `function(values) {
 // waitActionable waits (within ctx) until the target resolves to one
 // visible element; ambiguity and stale refs fail at once.
 func waitActionable(ctx context.Context, t *tab, tgt Target, op string) (Located, error) {
+	locate := t.dom.Locate
+	needVisible, needEnabled := true, true
+	switch op {
+	case "click", "dblclick":
+		locate = t.dom.Point // the mouse needs a place, not the element
+	case "hover", "scroll", "drop":
+		locate, needEnabled = t.dom.Point, false
+	case "focus", "screenshot":
+		needEnabled = false
+	case "upload":
+		needVisible = false // file inputs are often hidden behind a styled button
+	}
 	for {
-		el, err := t.dom.Locate(ctx, tgt)
+		el, err := locate(ctx, tgt)
 		switch {
-		case err == nil && el.Visible && (el.Enabled || op == "hover" || op == "scroll" || op == "focus"):
+		case err == nil && (el.Visible || !needVisible) && (el.Enabled || !needEnabled):
 			return el, nil
 		case err != nil && errcode.ReasonOf(err) != "target_not_found":
 			return Located{}, err
@@ -595,7 +607,7 @@ func (s *Session) screenshot(ctx context.Context, t *tab, a apitype.BrowserActio
 	}
 	switch {
 	case tgt != nil:
-		el, err := waitActionable(ctx, t, *tgt, "scroll")
+		el, err := waitActionable(ctx, t, *tgt, "screenshot")
 		if err != nil {
 			return nil, err
 		}

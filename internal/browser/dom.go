@@ -345,6 +345,16 @@ func (d *DOM) Snapshot(ctx context.Context, opts SnapshotOptions) (Snapshot, err
 // (Conflict) for a ref not in the latest snapshot of this document;
 // frame_cross_origin (Unimplemented) for an iframe showing another origin.
 func (d *DOM) Locate(ctx context.Context, t Target) (Located, error) {
+	return d.locate(ctx, t, false)
+}
+
+// Point is Locate without the element's reference (ObjectID is empty):
+// one round trip less, for ops that only need where the element is.
+func (d *DOM) Point(ctx context.Context, t Target) (Located, error) {
+	return d.locate(ctx, t, true)
+}
+
+func (d *DOM) locate(ctx context.Context, t Target, pointOnly bool) (Located, error) {
 	if p := t.Valid(); p != nil {
 		return Located{}, invalidTarget(p)
 	}
@@ -368,6 +378,14 @@ func (d *DOM) Locate(ctx context.Context, t Target) (Located, error) {
 	if res.Error != nil {
 		return Located{}, res.Error.err(t)
 	}
+	loc := Located{
+		X: res.X, Y: res.Y,
+		Visible: res.Visible, Enabled: res.Enabled, Editable: res.Editable,
+		Tag: res.Tag, Type: res.Type, Role: res.Role, Name: res.Name,
+	}
+	if pointOnly {
+		return loc, nil // a pointer op needs the place, not the element
+	}
 	// The script kept the element; fetch it by reference, in the same
 	// world (no document check: a new document would have no element).
 	obj, err := d.call(ctx, false, "take", nil, false, d.objectGroup(ctx))
@@ -378,11 +396,8 @@ func (d *DOM) Locate(ctx context.Context, t Target) (Located, error) {
 		return Located{}, errcode.WithReason(errcode.NotFound, "target_not_found",
 			"the page changed while locating %s; try again", t.describe())
 	}
-	return Located{
-		ObjectID: obj.ObjectID, X: res.X, Y: res.Y,
-		Visible: res.Visible, Enabled: res.Enabled, Editable: res.Editable,
-		Tag: res.Tag, Type: res.Type, Role: res.Role, Name: res.Name,
-	}, nil
+	loc.ObjectID = obj.ObjectID
+	return loc, nil
 }
 
 // Count returns how many elements match t (for waits on count / state).

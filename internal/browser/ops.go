@@ -71,7 +71,7 @@ func (s *Session) upload(ctx context.Context, t *tab, a apitype.BrowserAction) (
 		}
 		paths = append(paths, p)
 	}
-	el, err := waitActionable(ctx, t, *tgt, "scroll")
+	el, err := waitActionable(ctx, t, *tgt, "upload")
 	if err != nil {
 		return nil, err
 	}
@@ -204,7 +204,7 @@ func (s *Session) drag(ctx context.Context, t *tab, a apitype.BrowserAction) (an
 		if err != nil {
 			return nil, err
 		}
-		dst, err := waitActionable(ctx, t, to, "hover")
+		dst, err := waitActionable(ctx, t, to, "drop")
 		if err != nil {
 			return nil, err
 		}

@@ -239,7 +239,10 @@ func TestBrowserBusy(t *testing.T) {
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		close(started)
-		_ = d.Client.BrowserAction(ctx, s.ID, apitype.BrowserAction{Op: "evaluate", Expression: "new Promise(r => setTimeout(r, 1500))"}, nil)
+		err := d.Client.BrowserAction(ctx, s.ID, apitype.BrowserAction{Op: "waitFor", Selector: "#never", TimeoutMS: 5000}, nil)
+		if errcode.ReasonOf(err) != "wait_timeout" {
+			t.Errorf("the long action: %v, want wait_timeout", err)
+		}
 	})
 	<-started
 	testenv.Eventually(t, 10*time.Second, "a concurrent action to be refused busy", func() bool {
