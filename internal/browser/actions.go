@@ -397,10 +397,11 @@ func waitActionable(ctx context.Context, t *tab, tgt Target, op string) (Located
 	}
 }
 
+// click presses and releases the left button at x, y (count times, for a
+// double click). No separate move first: Chromium aligns a mouse move to
+// the next frame (up to 16 ms), and the press at a new point updates the
+// hover state itself.
 func click(ctx context.Context, x, y float64, count int) error {
-	if err := mouse(ctx, "mouseMove", x, y); err != nil {
-		return err
-	}
 	for i := 1; i <= count; i++ {
 		for _, typ := range []input.DispatchMouseEventType{input.DispatchMouseEventTypeMousePressed, input.DispatchMouseEventTypeMouseReleased} {
 			if _, err := chromedp.Call(ctx, input.DispatchMouseEvent, input.DispatchMouseEventParams{
@@ -418,6 +419,11 @@ func mouse(ctx context.Context, op string, x, y float64) error {
 		return errcode.InvalidFields(map[string]string{"x": "x and y must not be negative"})
 	}
 	if op == "mouseClick" {
+		// At raw coordinates the pointer moves there first, as a person's
+		// would: pages that track movement see it.
+		if err := mouse(ctx, "mouseMove", x, y); err != nil {
+			return err
+		}
 		return click(ctx, x, y, 1)
 	}
 	_, err := chromedp.Call(ctx, input.DispatchMouseEvent, input.DispatchMouseEventParams{

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/page"
@@ -302,10 +303,23 @@ type DOM struct {
 	seq int64
 	// locates counts Locate calls, to rotate object groups.
 	locates int
+	// unsure is set until a bind, and again by Invalidate when the tab's
+	// main document may have changed: only then does a call read the
+	// frame tree first. (A change it misses still shows as a vanished
+	// context, which the call handles.)
+	unsure atomic.Bool
 }
 
 // NewDOM returns the page-understanding state of a new tab.
-func NewDOM() *DOM { return &DOM{} }
+func NewDOM() *DOM {
+	d := &DOM{}
+	d.unsure.Store(true)
+	return d
+}
+
+// Invalidate says the main document may have changed (a navigation event):
+// the next call checks the frame tree before it trusts its world.
+func (d *DOM) Invalidate() { d.unsure.Store(true) }
 
 // Reset forgets refs and the world (call after navigation; DOM also notices a new
 // document itself). Refs issued before are stale afterwards.
@@ -313,6 +327,7 @@ func (d *DOM) Reset() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.world, d.frameID, d.loaderID = 0, "", ""
+	d.unsure.Store(true)
 }
 
 // Snapshot takes a snapshot of the tab in ctx (a chromedp tab context). Refs
@@ -511,7 +526,7 @@ func (d *DOM) call(ctx context.Context, check bool, op string, arg any, byValue 
 	}
 	yes := true
 	for attempt := 0; ; attempt++ {
-		if check || d.world == 0 {
+		if (check && d.unsure.Load()) || d.world == 0 {
 			if err := d.bind(ctx); err != nil {
 				return nil, err
 			}
@@ -552,6 +567,7 @@ func (d *DOM) call(ctx context.Context, check bool, op string, arg any, byValue 
 // bind makes sure d.world is Berth's world in the main frame's current
 // document, with the script installed.
 func (d *DOM) bind(ctx context.Context) error {
+	d.unsure.Store(false) // before the read: an event during it sets it again
 	tree, err := chromedp.Call(ctx, page.GetFrameTree, cdp.Empty{})
 	if err != nil {
 		return fmt.Errorf("reading the frame tree: %w", err)

@@ -15,6 +15,7 @@ import (
 	"github.com/chromedp/cdproto/inspector"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/remote"
@@ -242,6 +243,12 @@ func deadline(ctx context.Context) time.Time {
 func (s *Session) onEvent(t *tab, ev any) {
 	s.record(ev)
 	switch e := ev.(type) {
+	case *page.EventFrameNavigated:
+		if e.Frame != nil && e.Frame.ParentID == "" {
+			t.dom.Invalidate()
+		}
+	case *runtime.EventExecutionContextsCleared:
+		t.dom.Invalidate()
 	case *inspector.EventTargetCrashed:
 		s.markCrashed("renderer_crashed")
 	case *inspector.EventDetached:
