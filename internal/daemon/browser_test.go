@@ -789,3 +789,42 @@ func TestBrowserProfiles(t *testing.T) {
 		}
 	}
 }
+
+// TestBrowserExpiry: a session closes itself after its idle timeout, and
+// after its maximum duration even while in use.
+func TestBrowserExpiry(t *testing.T) {
+	t.Parallel()
+	needChromium(t)
+	d := testenv.StartDaemon(t, nil)
+	ctx := context.Background()
+	c := d.Client
+	idle, err := c.OpenBrowserSession(ctx, apitype.CreateBrowserSessionRequest{IdleTimeoutMS: 1500})
+	if err != nil {
+		t.Fatal(err)
+	}
+	short, err := c.OpenBrowserSession(ctx, apitype.CreateBrowserSessionRequest{MaxDurationMS: 3000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept, err := c.OpenBrowserSession(ctx, apitype.CreateBrowserSessionRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		// short is used all along; only its maximum duration ends it.
+		_ = c.BrowserAction(ctx, short.ID, apitype.BrowserAction{Op: "evaluate", Expression: "1"}, nil)
+		_, errIdle := c.BrowserSession(ctx, idle.ID)
+		_, errShort := c.BrowserSession(ctx, short.ID)
+		if errcode.ReasonOf(errIdle) == "session_not_found" && errcode.ReasonOf(errShort) == "session_not_found" {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	for _, id := range []string{idle.ID, short.ID} {
+		if _, err := c.BrowserSession(ctx, id); errcode.ReasonOf(err) != "session_not_found" {
+			t.Errorf("session %s after its expiry: %v, want session_not_found", id, err)
+		}
+	}
+	act(t, c, kept.ID, apitype.BrowserAction{Op: "evaluate", Expression: "1"}, nil) // positive control
+}
