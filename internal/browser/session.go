@@ -2,6 +2,7 @@ package browser
 
 import (
 	"context"
+	"errors"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -103,7 +104,7 @@ func (s *Session) start(ctx context.Context) error {
 		if t := s.m.takeSpare(); t != nil {
 			if err := s.attach(ctx, t); err != nil {
 				t.cancel()
-				return errcode.Wrap(errcode.Unavailable, err, "opening the browser session failed")
+				return openError(err)
 			}
 			s.mu.Lock()
 			s.root = t.ctx
@@ -140,7 +141,7 @@ func (s *Session) start(ctx context.Context) error {
 	}
 	t, err := s.newTab(ctx, parent, opts...)
 	if err != nil {
-		return errcode.Wrap(errcode.Unavailable, err, "opening the browser session failed")
+		return openError(err)
 	}
 	s.mu.Lock()
 	s.root = t.ctx
@@ -440,4 +441,14 @@ func redactURL(raw string) string {
 	}
 	u.User, u.RawQuery, u.Fragment, u.RawFragment = nil, "", "", ""
 	return u.String()
+}
+
+// openError keeps a caller's mistake (an unknown timezone, say) as it is,
+// and reports anything else as the browser failing.
+func openError(err error) error {
+	var ce *errcode.Error
+	if errors.As(err, &ce) {
+		return err
+	}
+	return errcode.Wrap(errcode.Unavailable, err, "opening the browser session failed")
 }

@@ -828,3 +828,27 @@ func TestBrowserExpiry(t *testing.T) {
 	}
 	act(t, c, kept.ID, apitype.BrowserAction{Op: "evaluate", Expression: "1"}, nil) // positive control
 }
+
+// TestBrowserEmulation: user agent, locale and timezone of a session.
+func TestBrowserEmulation(t *testing.T) {
+	t.Parallel()
+	needChromium(t)
+	d := testenv.StartDaemon(t, nil)
+	ctx := context.Background()
+	c := d.Client
+	s, err := c.OpenBrowserSession(ctx, apitype.CreateBrowserSessionRequest{UserAgent: "BerthTest/1.0", Locale: "fr-FR",
+		Timezone: "Asia/Tokyo", Viewport: &apitype.Viewport{Width: 900, Height: 500}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := evalString(t, c, s.ID, `[navigator.userAgent, navigator.language, Intl.DateTimeFormat().resolvedOptions().timeZone, innerWidth + 'x' + innerHeight].join('|')`)
+	if got != "BerthTest/1.0|fr-FR|Asia/Tokyo|900x500" {
+		t.Errorf("emulation = %q", got)
+	}
+	if _, err := c.OpenBrowserSession(ctx, apitype.CreateBrowserSessionRequest{Timezone: "Mars/Olympus"}); !errcode.Is(err, errcode.Invalid) {
+		t.Errorf("an unknown timezone: %v, want invalid", err)
+	}
+	if list, _ := c.BrowserSessions(ctx); len(list) != 1 {
+		t.Errorf("sessions after a refused open = %d, want 1", len(list))
+	}
+}
