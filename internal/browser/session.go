@@ -96,21 +96,18 @@ func (s *Session) State() string {
 func (s *Session) start(ctx context.Context) error {
 	var parent context.Context
 	var opts []chromedp.ContextOption
+	var t *tab
 	switch s.mode {
 	case apitype.BrowserModeContext:
 		// A browser context of its own: cookies, storage and cache apart
 		// from every other session's; disposed of with the session. A
 		// spare one, made ahead, when there is one.
-		if t := s.m.takeSpare(); t != nil {
+		if t = s.m.takeSpare(); t != nil {
 			if err := s.attach(ctx, t); err != nil {
 				t.cancel()
 				return openError(err)
 			}
-			s.mu.Lock()
-			s.root = t.ctx
-			s.pages = []*tab{t}
-			s.mu.Unlock()
-			return nil
+			break
 		}
 		sb, err := s.m.sharedContext()
 		if err != nil {
@@ -139,9 +136,11 @@ func (s *Session) start(ctx context.Context) error {
 		parent = allocCtx
 		s.cancel = cancelAlloc
 	}
-	t, err := s.newTab(ctx, parent, opts...)
-	if err != nil {
-		return openError(err)
+	if t == nil {
+		var err error
+		if t, err = s.newTab(ctx, parent, opts...); err != nil {
+			return openError(err)
+		}
 	}
 	s.mu.Lock()
 	s.root = t.ctx
