@@ -122,7 +122,11 @@ func (s *Server) handleBrowserScreenshot() http.Handler {
 			s.fail(w, r, err)
 			return
 		}
-		img := res.(apitype.Image)
+		img, ok := res.(apitype.Image)
+		if !ok {
+			s.fail(w, r, errcode.New(errcode.Internal, "screenshot answered %T", res))
+			return
+		}
 		b, err := base64.StdEncoding.DecodeString(img.Base64)
 		if err != nil {
 			s.fail(w, r, err)
