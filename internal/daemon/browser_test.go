@@ -358,8 +358,11 @@ const playwrightVersion = "1.65.1"
 // no browser download: it connects) and returns the directory.
 func playwrightDir(t *testing.T) string {
 	t.Helper()
-	testenv.NeedCommand(t, "node")
+	node := testenv.NeedCommand(t, "node")
 	npm := testenv.NeedCommand(t, "npm")
+	if out, err := exec.Command(node, "--version").Output(); err != nil || strings.Compare(strings.TrimSpace(string(out)), "v20") < 0 {
+		testenv.Missing(t, "playwright-core %s needs Node.js 20 or newer; node --version says %q", playwrightVersion, out)
+	}
 	root, err := filepath.Abs("../../tools/playwright")
 	if err != nil {
 		t.Fatal(err)
