@@ -360,7 +360,9 @@ func playwrightDir(t *testing.T) string {
 	t.Helper()
 	node := testenv.NeedCommand(t, "node")
 	npm := testenv.NeedCommand(t, "npm")
-	if out, err := exec.Command(node, "--version").Output(); err != nil || strings.Compare(strings.TrimSpace(string(out)), "v20") < 0 {
+	out, err := exec.Command(node, "--version").Output()
+	major, _ := strconv.Atoi(strings.SplitN(strings.TrimPrefix(strings.TrimSpace(string(out)), "v"), ".", 2)[0])
+	if err != nil || major < 20 {
 		testenv.Missing(t, "playwright-core %s needs Node.js 20 or newer; node --version says %q", playwrightVersion, out)
 	}
 	root, err := filepath.Abs("../../tools/playwright")
