@@ -237,6 +237,16 @@ type System struct {
 	Limits   Limits        `json:"limits"`
 	Counts   Counts        `json:"counts"`
 	Pools    []Pool        `json:"pools"`
+	Browser  BrowserInfo   `json:"browser"`
+}
+
+// BrowserInfo says whether browser sessions can be opened here.
+type BrowserInfo struct {
+	Available   bool   `json:"available"`
+	Chromium    string `json:"chromium,omitempty"`
+	Reason      string `json:"reason,omitempty"`
+	Sessions    int    `json:"sessions"`
+	MaxSessions int    `json:"max_sessions"`
 }
 
 // Pool is a warm pool: Size sandboxes of Template kept started on Runtime,

@@ -84,6 +84,9 @@ func TestBrowserSessionOps(t *testing.T) {
 	defer cancel()
 	c := d.Client
 
+	if sys, err := c.System(ctx); err != nil || !sys.Browser.Available || sys.Browser.Chromium == "" || sys.Browser.MaxSessions == 0 {
+		t.Errorf("system browser = %+v, %v", sys.Browser, err)
+	}
 	s, err := c.OpenBrowserSession(ctx, apitype.CreateBrowserSessionRequest{Viewport: &apitype.Viewport{Width: 1024, Height: 700}})
 	if err != nil || !regexp.MustCompile(`^brs_[a-z2-7]{26}$`).MatchString(s.ID) || s.State != apitype.BrowserOpen || s.Mode != "context" {
 		t.Fatalf("OpenBrowserSession = %+v, %v", s, err)

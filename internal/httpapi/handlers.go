@@ -74,6 +74,13 @@ func (s *Server) handleSystem() http.Handler {
 			s.fail(w, r, err)
 			return
 		}
+		if b := s.cfg.Browsers; b != nil {
+			bc := b.Config()
+			out.Browser = apitype.BrowserInfo{Available: true, Chromium: bc.Chromium, Sessions: len(b.List()), MaxSessions: bc.MaxSessions}
+			if err := b.Available(); err != nil {
+				out.Browser.Available, out.Browser.Reason = false, err.Error()
+			}
+		}
 		out.Pools = []apitype.Pool{}
 		for _, p := range pools {
 			out.Pools = append(out.Pools, apitype.Pool(p))
