@@ -60,36 +60,85 @@
   // Input types edited as text.
   const TEXT_INPUTS = new Set(['text', 'search', 'email', 'tel', 'url', 'password', 'number',
     'date', 'datetime-local', 'month', 'week', 'time']);
+  // Elements :disabled can match (form-associated custom elements have a
+  // dash in their name).
+  const MAY_DISABLE = new Set(['button', 'input', 'select', 'textarea', 'optgroup', 'option', 'fieldset', 'output', 'object']);
   const REF_RE = /^(?:f(\d+))?e(\d+)$/;
   const MAX_NAME = 150;
   const MAX_TEXT = 1000;
   const MAX_URL = 500;
   const MAX_DOM_DEPTH = 512; // recursion guard, whatever the options say
 
-  // Computed styles, cached for the length of one call (styles cannot
-  // change while our synchronous code runs).
-  let styles = null;
+  // Computed styles. style(el) is {cs, display, visibility, cursor}: the
+  // element's CSSStyleDeclaration, and the properties most callers read,
+  // read once per call (styles cannot change while our synchronous code
+  // runs; a read computes the value again), cursor only when cursorOf asks.
+  // A CSSStyleDeclaration is live, so each element's is kept with its
+  // record while the element lives (some 120 bytes an element): making
+  // them anew on every call made a large page's snapshots slower, the
+  // garbage collector having thousands more objects to deal with each time.
+  const styles = new WeakMap(); // Element -> record
+  let calls = 0; // calls so far
+  let call = 0;  // the current call (the record's values are of it), 0 between calls
   function style(el) {
-    let cs = styles && styles.get(el);
-    if (!cs) {
-      cs = el.ownerDocument.defaultView.getComputedStyle(el);
-      if (styles) styles.set(el, cs);
+    let s = styles.get(el);
+    if (!s) {
+      s = { cs: el.ownerDocument.defaultView.getComputedStyle(el), call: -1, display: '', visibility: '', cursor: null };
+      styles.set(el, s);
     }
-    return cs;
+    if (s.call !== call || call === 0) {
+      const cs = s.cs;
+      s.call = call;
+      s.display = cs.display;
+      s.visibility = cs.visibility;
+      s.cursor = null;
+    }
+    return s;
   }
-  let roles = null; // Element -> role, cached per call like styles
+  function cursorOf(s) {
+    if (s.cursor === null) s.cursor = s.cs.cursor;
+    return s.cursor;
+  }
+  let roles = null; // table Element -> role, for the length of one call
   function withCaches(fn) {
-    styles = new Map();
+    call = ++calls;
     roles = new Map();
     try {
       return fn();
     } finally {
-      styles = null;
+      call = 0;
       roles = null;
     }
   }
 
-  function norm(s) { return String(s).replace(/\s+/g, ' ').trim(); }
+  // norm collapses whitespace runs to one space and trims. Most strings
+  // need no more than trimming spaces: a scan finds that, and the regular
+  // expression does the rest.
+  function norm(s) {
+    s = String(s);
+    let i = 0, j = s.length;
+    while (i < j && s.charCodeAt(i) === 32) i++;
+    while (j > i && s.charCodeAt(j - 1) === 32) j--;
+    for (let k = i, space = false; k < j; k++) {
+      const c = s.charCodeAt(k);
+      if (c === 32) {
+        if (space) return normSlow(s);
+        space = true;
+      } else if (c < 32 || (c >= 0x7f && mayBeSpace(c))) {
+        return normSlow(s);
+      } else {
+        space = false;
+      }
+    }
+    return i === 0 && j === s.length ? s : s.slice(i, j);
+  }
+  function normSlow(s) { return s.replace(/\s+/g, ' ').trim(); }
+  // mayBeSpace holds for every character \s matches above U+007F (and a
+  // few more, which the slow path then leaves alone).
+  function mayBeSpace(c) {
+    return c === 0xa0 || c === 0x1680 || c === 0x180e || (c >= 0x2000 && c <= 0x200a) ||
+      c === 0x2028 || c === 0x2029 || c === 0x202f || c === 0x205f || c === 0x3000 || c === 0xfeff;
+  }
   function cap(s, n) { return s.length > n ? s.slice(0, n - 1) + '…' : s; }
   function attr(el, name) { const v = el.getAttribute(name); return v === null ? '' : v; }
 
@@ -107,20 +156,53 @@
     return n.childNodes;
   }
 
+  // The hot walks go through composedChildren without a NodeList (its
+  // iterator costs a call into the DOM per step): slotted(n) is a slot's
+  // assigned nodes when it has some, else null, and then the children are
+  // firstComposed(n) and its nextSiblings.
+  function slotted(n) {
+    if (n.localName !== 'slot' || n.nodeType !== 1 || n.shadowRoot) return null;
+    const a = n.assignedNodes();
+    return a.length ? a : null;
+  }
+  function firstComposed(n) { return (n.nodeType === 1 && n.shadowRoot || n).firstChild; }
+
+  // childByTag is el's first child element named tag.
+  function childByTag(el, tag) {
+    for (let c = el.firstElementChild; c; c = c.nextElementSibling) if (c.localName === tag) return c;
+    return null;
+  }
+
   // ---- Roles ----
 
   function inputType(el) { return (el.type || 'text').toLowerCase(); }
 
   function explicitRole(el) {
-    const r = attr(el, 'role').trim().toLowerCase().split(/\s+/)[0];
+    const a = el.getAttribute('role');
+    if (!a) return '';
+    const r = a.trim().toLowerCase().split(/\s+/)[0];
     return r === 'none' ? 'presentation' : r;
   }
 
+  // Roles implied by the tag alone.
+  const TAG_ROLES = new Map([
+    ['button', 'button'], ['option', 'option'], ['optgroup', 'group'], ['textarea', 'textbox'],
+    ['h1', 'heading'], ['h2', 'heading'], ['h3', 'heading'], ['h4', 'heading'], ['h5', 'heading'], ['h6', 'heading'],
+    ['ul', 'list'], ['ol', 'list'], ['menu', 'list'], ['li', 'listitem'], ['table', 'table'], ['tr', 'row'],
+    ['thead', 'rowgroup'], ['tbody', 'rowgroup'], ['tfoot', 'rowgroup'], ['caption', 'caption'],
+    ['nav', 'navigation'], ['main', 'main'], ['aside', 'complementary'], ['article', 'article'],
+    ['form', 'form'], ['dialog', 'dialog'], ['search', 'search'], ['details', 'group'], ['summary', 'button'],
+    ['fieldset', 'group'], ['p', 'paragraph'], ['blockquote', 'blockquote'], ['hr', 'separator'],
+    ['progress', 'progressbar'], ['meter', 'meter'], ['output', 'status'], ['figure', 'figure'],
+    ['iframe', 'iframe'], ['frame', 'iframe'],
+  ]);
+
   function implicitRole(el) {
     const tag = el.localName;
+    const fixed = TAG_ROLES.get(tag);
+    if (fixed !== undefined) return fixed;
     switch (tag) {
       case 'a': case 'area': return el.hasAttribute('href') ? 'link' : '';
-      case 'button': return 'button';
       case 'input': {
         const t = inputType(el);
         switch (t) {
@@ -135,45 +217,18 @@
         }
       }
       case 'select': return el.multiple || el.size > 1 ? 'listbox' : 'combobox';
-      case 'option': return 'option';
-      case 'optgroup': return 'group';
-      case 'textarea': return 'textbox';
-      case 'h1': case 'h2': case 'h3': case 'h4': case 'h5': case 'h6': return 'heading';
       case 'img': return el.getAttribute('alt') === '' ? 'presentation' : 'img';
-      case 'ul': case 'ol': case 'menu': return 'list';
-      case 'li': return 'listitem';
-      case 'table': return 'table';
-      case 'tr': return 'row';
       case 'td': {
-        const t = el.closest('table');
+        let t = el.parentElement; // el.closest('table'), without the selector
+        while (t && t.localName !== 'table') t = t.parentElement;
         const tr = t ? roleOf(t) : '';
         return tr === 'grid' || tr === 'treegrid' ? 'gridcell' : 'cell';
       }
       case 'th': return headerCellRole(el);
-      case 'thead': case 'tbody': case 'tfoot': return 'rowgroup';
-      case 'caption': return 'caption';
-      case 'nav': return 'navigation';
-      case 'main': return 'main';
       case 'header': case 'footer':
         if (el.parentElement && el.parentElement.closest('article,aside,main,nav,section,[role=article],[role=complementary],[role=main],[role=navigation],[role=region]')) return '';
         return tag === 'header' ? 'banner' : 'contentinfo';
-      case 'aside': return 'complementary';
       case 'section': return el.hasAttribute('aria-label') || el.hasAttribute('aria-labelledby') ? 'region' : '';
-      case 'article': return 'article';
-      case 'form': return 'form';
-      case 'dialog': return 'dialog';
-      case 'search': return 'search';
-      case 'details': return 'group';
-      case 'summary': return 'button';
-      case 'fieldset': return 'group';
-      case 'p': return 'paragraph';
-      case 'blockquote': return 'blockquote';
-      case 'hr': return 'separator';
-      case 'progress': return 'progressbar';
-      case 'meter': return 'meter';
-      case 'output': return 'status';
-      case 'figure': return 'figure';
-      case 'iframe': case 'frame': return 'iframe';
     }
     if (isEditingHost(el)) return 'textbox';
     return '';
@@ -201,10 +256,12 @@
   // roleOf is the element's ARIA role: the role attribute, else the role
   // its tag, type and attributes imply; '' when it has none.
   function roleOf(el) {
-    let r = roles && roles.get(el);
+    // Only a table's role is asked for again and again (by its cells).
+    if (!roles || el.localName !== 'table') return explicitRole(el) || implicitRole(el);
+    let r = roles.get(el);
     if (r === undefined) {
       r = explicitRole(el) || implicitRole(el);
-      if (roles) roles.set(el, r);
+      roles.set(el, r);
     }
     return r;
   }
@@ -215,8 +272,11 @@
   // native label (label elements, alt, legend, caption, value of input
   // buttons...), content for roles that take their name from it, then
   // title and placeholder. A simplified accname: no CSS generated content.
-  function nameOf(el, role) {
-    const ids = attr(el, 'aria-labelledby').trim();
+  // content, when a string, is contentText(el, null) already.
+  function nameOf(el, role, content) {
+    // Most elements have no attribute at all: skip the reads.
+    const attrs = el.hasAttributes();
+    const ids = attrs ? attr(el, 'aria-labelledby').trim() : '';
     if (ids) {
       const root = el.getRootNode();
       const parts = [];
@@ -227,7 +287,7 @@
       const s = norm(parts.join(' '));
       if (s) return s;
     }
-    const label = norm(attr(el, 'aria-label'));
+    const label = attrs ? norm(attr(el, 'aria-label')) : '';
     if (label) return label;
     const tag = el.localName;
     if (tag === 'input') {
@@ -237,7 +297,7 @@
       }
       if (t === 'image') return norm(attr(el, 'alt') || el.value || attr(el, 'title')) || 'Submit';
     }
-    if (el.labels && el.labels.length && tag !== 'button') {
+    if (tag !== 'button' && el.labels && el.labels.length) {
       const s = norm(Array.from(el.labels, l => contentText(l, el)).join(' '));
       if (s) return s;
     }
@@ -248,36 +308,37 @@
         break;
       }
       case 'fieldset': {
-        const lg = Array.from(el.children).find(c => c.localName === 'legend');
+        const lg = childByTag(el, 'legend');
         if (lg) { const s = contentText(lg, null); if (s) return s; }
         break;
       }
       case 'table': {
-        const cp = Array.from(el.children).find(c => c.localName === 'caption');
+        const cp = childByTag(el, 'caption');
         if (cp) { const s = contentText(cp, null); if (s) return s; }
         break;
       }
       case 'figure': {
-        const fc = Array.from(el.children).find(c => c.localName === 'figcaption');
+        const fc = childByTag(el, 'figcaption');
         if (fc) { const s = contentText(fc, null); if (s) return s; }
         break;
       }
       case 'optgroup': return norm(attr(el, 'label'));
       case 'option': return norm(el.label);
       case 'svg': {
-        const t = Array.from(el.children).find(c => c.localName === 'title');
+        const t = childByTag(el, 'title');
         if (t) return norm(t.textContent);
         break;
       }
     }
     if (FROM_CONTENT.has(role) || (tag === 'button' && role === 'button')) {
-      const s = contentText(el, null);
+      const s = typeof content === 'string' ? content : contentText(el, null);
       if (s) return s;
     }
     if (tag === 'button' && el.labels && el.labels.length) {
       const s = norm(Array.from(el.labels, l => contentText(l, el)).join(' '));
       if (s) return s;
     }
+    if (!attrs) return '';
     const title = norm(attr(el, 'title'));
     if (title) return title;
     return norm(attr(el, 'placeholder') || attr(el, 'aria-placeholder'));
@@ -287,8 +348,8 @@
   // text of its ancestors.
   function hiddenForText(el) {
     if (attr(el, 'aria-hidden') === 'true') return true;
-    const cs = style(el);
-    return cs.display === 'none' || cs.visibility === 'hidden' || cs.visibility === 'collapse';
+    const s = style(el);
+    return s.display === 'none' || s.visibility === 'hidden' || s.visibility === 'collapse';
   }
 
   function selectedText(sel) {
@@ -299,48 +360,54 @@
   // normalized, with alt text for images and values for embedded fields;
   // skip (the field being named by a label) contributes nothing.
   function contentText(root, skip) {
-    const out = [];
-    const rec = (n, d) => {
-      if (d > 64) return;
-      if (n.nodeType === 3) { out.push(n.data); return; }
-      if (n.nodeType !== 1) {
-        if (n.nodeType === 11) for (const c of n.childNodes) rec(c, d + 1);
-        return;
+    return norm(textOf(root, root, skip, 0));
+  }
+
+  // textOf is what n adds to the text of root, before normalization.
+  function textOf(n, root, skip, d) {
+    if (d > 64) return '';
+    const type = n.nodeType;
+    if (type === 3) return n.data;
+    if (type !== 1) return type === 11 ? childrenText(n, root, skip, d) : '';
+    if (n === skip) return '';
+    const tag = n.localName;
+    if (SKIP.has(tag)) return '';
+    if (n !== root) {
+      if (hiddenForText(n)) return '';
+      const al = attr(n, 'aria-label').trim();
+      if (al) return ' ' + al + ' ';
+    }
+    switch (tag) {
+      case 'br': return ' ';
+      case 'img': case 'area': return ' ' + attr(n, 'alt') + ' ';
+      case 'svg': {
+        const t = childByTag(n, 'title');
+        return t ? ' ' + t.textContent + ' ' : '';
       }
-      if (n === skip) return;
-      const tag = n.localName;
-      if (SKIP.has(tag)) return;
-      if (n !== root && hiddenForText(n)) return;
-      if (n !== root) {
-        const al = attr(n, 'aria-label').trim();
-        if (al) { out.push(' ', al, ' '); return; }
+      case 'input': {
+        const t = inputType(n);
+        if (TEXT_INPUTS.has(t) && t !== 'password') return ' ' + (n.value ?? '') + ' ';
+        if (t === 'button' || t === 'submit' || t === 'reset') return ' ' + (n.value ?? '') + ' ';
+        if (t === 'image') return ' ' + attr(n, 'alt') + ' ';
+        return '';
       }
-      switch (tag) {
-        case 'br': out.push(' '); return;
-        case 'img': case 'area': out.push(' ', attr(n, 'alt'), ' '); return;
-        case 'svg': {
-          const t = Array.from(n.children).find(c => c.localName === 'title');
-          if (t) out.push(' ', t.textContent, ' ');
-          return;
-        }
-        case 'input': {
-          const t = inputType(n);
-          if (TEXT_INPUTS.has(t) && t !== 'password') out.push(' ', n.value, ' ');
-          else if (t === 'button' || t === 'submit' || t === 'reset') out.push(' ', n.value, ' ');
-          else if (t === 'image') out.push(' ', attr(n, 'alt'), ' ');
-          return;
-        }
-        case 'textarea': out.push(' ', n.value, ' '); return;
-        case 'select': out.push(' ', selectedText(n), ' '); return;
-        case 'iframe': case 'frame': return;
-      }
-      const block = BLOCK.has(tag);
-      if (block) out.push(' ');
-      for (const c of composedChildren(n)) rec(c, d + 1);
-      if (block) out.push(' ');
-    };
-    rec(root, 0);
-    return norm(out.join(''));
+      case 'textarea': return ' ' + (n.value ?? '') + ' ';
+      case 'select': return ' ' + selectedText(n) + ' ';
+      case 'iframe': case 'frame': return '';
+    }
+    const s = childrenText(n, root, skip, d);
+    return BLOCK.has(tag) ? ' ' + s + ' ' : s;
+  }
+
+  function childrenText(n, root, skip, d) {
+    let s = '';
+    const a = slotted(n);
+    if (a) {
+      for (let i = 0; i < a.length; i++) s += textOf(a[i], root, skip, d + 1);
+    } else {
+      for (let c = firstComposed(n); c; c = c.nextSibling) s += textOf(c, root, skip, d + 1);
+    }
+    return s;
   }
 
   // ---- States ----
@@ -348,7 +415,8 @@
   // isDisabled: disabled by the attribute (or a disabled fieldset), or by
   // aria-disabled on the element or an ancestor.
   function isDisabled(el) {
-    return el.matches(':disabled') || !!el.closest('[aria-disabled="true"]');
+    return (MAY_DISABLE.has(el.localName) || el.localName.includes('-')) && el.matches(':disabled') ||
+      !!el.closest('[aria-disabled="true"]');
   }
 
   function checkedState(el, role) {
@@ -368,6 +436,9 @@
     return m ? +m[1] : 2;
   }
 
+  // NO_STATES is the states of most nodes, shared.
+  const NO_STATES = Object.freeze([]);
+
   function statesOf(el, role) {
     const s = [];
     if (CHECKABLE.has(role)) {
@@ -376,18 +447,20 @@
       else if (c === 'mixed') s.push('checked=mixed');
     }
     if (isDisabled(el)) s.push('disabled');
-    if (attr(el, 'aria-expanded') === 'true' ||
+    // Most elements have no attribute at all: skip the aria-* reads.
+    const attrs = el.hasAttributes();
+    if ((attrs && attr(el, 'aria-expanded') === 'true') ||
         (el.localName === 'summary' && el.parentElement && el.parentElement.localName === 'details' && el.parentElement.open)) {
       s.push('expanded');
     }
     if (role === 'heading') s.push('level=' + headingLevel(el));
-    const p = attr(el, 'aria-pressed');
+    const p = attrs ? attr(el, 'aria-pressed') : '';
     if (p === 'true') s.push('pressed');
     else if (p === 'mixed') s.push('pressed=mixed');
-    if ((el.localName === 'option' && el.selected) || attr(el, 'aria-selected') === 'true') s.push('selected');
-    if (el.required || attr(el, 'aria-required') === 'true') s.push('required');
-    if ((el.readOnly && (el.localName === 'input' || el.localName === 'textarea')) || attr(el, 'aria-readonly') === 'true') s.push('readonly');
-    return s;
+    if ((el.localName === 'option' && el.selected) || (attrs && attr(el, 'aria-selected') === 'true')) s.push('selected');
+    if (el.required || (attrs && attr(el, 'aria-required') === 'true')) s.push('required');
+    if ((el.readOnly && (el.localName === 'input' || el.localName === 'textarea')) || (attrs && attr(el, 'aria-readonly') === 'true')) s.push('readonly');
+    return s.length ? s : NO_STATES;
   }
 
   // valueOf is what a field shows, for the snapshot ('' when none or
@@ -435,7 +508,7 @@
       const latest = new Map();
       const lines = [];
       const r = { bytes: 0, stop: false, refs: 0, latest, lines, cx };
-      renderItems(items, 0, r);
+      renderItems(merge(items, false), 0, r);
       if (cx.truncated || r.stop) lines.push('- truncated');
       state.latest = latest;
       return {
@@ -454,13 +527,20 @@
   }
 
   function walkChildren(el, cx, items, depth, domDepth, env) {
-    for (const c of composedChildren(el)) {
-      if (cx.stop) return;
-      if (c.nodeType === 3) {
-        if (env.textOn && !env.inLabel && !env.inSelect) items.push(c.data);
-      } else if (c.nodeType === 1) {
-        walkElement(c, cx, items, depth, domDepth, env);
-      }
+    const a = slotted(el);
+    if (a) {
+      for (let i = 0; i < a.length && !cx.stop; i++) walkNode(a[i], cx, items, depth, domDepth, env);
+    } else {
+      for (let c = firstComposed(el); c && !cx.stop; c = c.nextSibling) walkNode(c, cx, items, depth, domDepth, env);
+    }
+  }
+
+  function walkNode(c, cx, items, depth, domDepth, env) {
+    const type = c.nodeType;
+    if (type === 3) {
+      if (env.textOn && !env.inLabel && !env.inSelect) items.push(c.data);
+    } else if (type === 1) {
+      walkElement(c, cx, items, depth, domDepth, env);
     }
   }
 
@@ -476,16 +556,17 @@
     if (SKIP.has(tag)) return;
     if (tag === 'input' && el.type === 'hidden') return;
     if (attr(el, 'aria-hidden') === 'true') return;
-    const cs = style(el);
-    if (cs.display === 'none') return;
+    const st = style(el);
+    const display = st.display;
+    if (display === 'none') return;
     // visibility:hidden hides the element, yet a descendant may show itself
     // again with visibility:visible, so the walk goes on below it.
-    let shown = cs.visibility === 'visible';
-    if (!env.inSelect && cs.display !== 'contents') {
+    let shown = st.visibility === 'visible';
+    if (!env.inSelect && display !== 'contents') {
       const r = el.getBoundingClientRect();
       if (r.width === 0 || r.height === 0) {
-        if (clips(cs)) return; // an empty box that clips shows nothing
-        shown = false;         // but what overflows it still shows
+        if (clips(st.cs)) return; // an empty box that clips shows nothing
+        shown = false;            // but what overflows it still shows
       }
     }
     if (tag === 'br') { items.push(' '); return; }
@@ -499,20 +580,25 @@
       // named or looks clickable, and a leaf.
       if (!shown) return;
       const r = role && !COLLAPSE.has(role) ? role : 'img';
-      if (r !== 'img' || nameOf(el, 'img') || interactiveHint(el, cs, env)) {
-        addNode(el, r, cx, items, depth, domDepth, env, cs, shown, true);
+      if (r !== 'img' || nameOf(el, 'img') || interactiveHint(el, st, env)) {
+        addNode(el, r, cx, items, depth, domDepth, env, st, shown, true);
       }
       return;
     }
     if (tag === 'details' && !el.open && shown) {
       // A closed details shows its summary only.
-      const sum = Array.from(el.children).find(c => c.localName === 'summary');
-      const node = { role: 'group', name: cap(nameOf(el, 'group'), MAX_NAME), el, frame: env.frame,
-        interactive: false, states: [], url: '', value: '', items: [] };
+      const sum = childByTag(el, 'summary');
+      const node = newNode('group', cap(nameOf(el, 'group'), MAX_NAME), el, env.frame, false, NO_STATES);
       if (pushNode(cx, items, depth, node) && sum) walkElement(sum, cx, node.items, depth + 1, domDepth + 1, env);
       return;
     }
-    addNode(el, role, cx, items, depth, domDepth, env, cs, shown, false);
+    addNode(el, role, cx, items, depth, domDepth, env, st, shown, false);
+  }
+
+  // newNode is a node of the snapshot tree; every node has the same
+  // fields, so that the code reading them sees one shape.
+  function newNode(role, name, el, frame, interactive, states) {
+    return { role, name, el, frame, interactive, states, url: '', value: '', items: [], frameNode: false, cut: false };
   }
 
   // pushNode adds node to items, unless a bound says no; what is left out
@@ -528,22 +614,26 @@
   // interactiveHint reports an element without an interactive role that
   // still looks clickable: focusable by tabindex, an onclick attribute, or
   // a pointer cursor of its own (not one inherited from its parent).
-  function interactiveHint(el, cs, env) {
+  function interactiveHint(el, st, env) {
     if (env.inInteractive || el.localName === 'label') return false;
-    const ti = el.getAttribute('tabindex');
-    if (ti !== null && parseInt(ti, 10) >= 0) return true;
-    if (el.hasAttribute('onclick')) return true;
-    return cs.cursor === 'pointer' && !env.pointer;
+    if (el.hasAttributes()) {
+      const ti = el.getAttribute('tabindex');
+      if (ti !== null && parseInt(ti, 10) >= 0) return true;
+      if (el.hasAttribute('onclick')) return true;
+    }
+    return cursorOf(st) === 'pointer' && !env.pointer;
   }
 
-  function addNode(el, role, cx, items, depth, domDepth, env, cs, shown, leaf) {
+  function addNode(el, role, cx, items, depth, domDepth, env, st, shown, leaf) {
     const tag = el.localName;
     let interactive = false;
     if (shown) {
       interactive = role === 'option' && env.inSelect ? false
-        : INTERACTIVE.has(role) || interactiveHint(el, cs, env);
+        : INTERACTIVE.has(role) || interactiveHint(el, st, env);
     }
-    const pointer = cs.cursor === 'pointer';
+    // Only interactiveHint reads env.pointer, and never inside an
+    // interactive element: there the cursor need not be read.
+    const pointer = env.inInteractive || interactive ? env.pointer : cursorOf(st) === 'pointer';
     // A child env only when something changes: most elements share theirs.
     let cenv = env;
     // A label's, legend's or caption's text is the name of what it labels.
@@ -551,42 +641,58 @@
       (tag === 'legend' && !!el.parentElement && el.parentElement.localName === 'fieldset');
     if (shown !== env.textOn || (interactive && !env.inInteractive) || pointer !== env.pointer ||
         (inLabel && !env.inLabel) || tag === 'select') {
-      cenv = Object.assign({}, env, {
-        textOn: shown, pointer,
-        inInteractive: env.inInteractive || interactive,
-        inLabel: env.inLabel || inLabel,
+      cenv = {
+        frame: env.frame,
         inSelect: env.inSelect || tag === 'select',
-      });
+        inLabel: env.inLabel || inLabel,
+        inInteractive: env.inInteractive || interactive,
+        textOn: shown,
+        pointer,
+      };
     }
     if (!shown || (COLLAPSE.has(role) && !interactive) || (role === 'group' && tag !== 'details' && tag !== 'fieldset' && tag !== 'optgroup' && !nameOf(el, role))) {
       // A wrapper: its content joins the parent's, set apart when it is a
       // block of its own.
-      const block = cs.display !== 'contents' && !cs.display.startsWith('inline');
+      const display = st.display;
+      const block = display !== 'contents' && !display.startsWith('inline');
       if (block) items.push(BREAK);
       walkChildren(el, cx, items, depth, domDepth + 1, cenv);
       if (block) items.push(BREAK);
       return;
     }
-    const node = {
-      role: COLLAPSE.has(role) ? 'generic' : role, name: '', el, frame: env.frame, interactive,
-      states: statesOf(el, role), url: '', value: '', items: [],
-    };
-    // A row's name would repeat its cells, which the YAML shows anyway.
-    if (role !== 'row') node.name = cap(nameOf(el, node.role), MAX_NAME);
+    const node = newNode(COLLAPSE.has(role) ? 'generic' : role, '', el, env.frame, interactive, statesOf(el, role));
     if (role === 'link' && (tag === 'a' || tag === 'area')) {
       const h = typeof el.href === 'string' ? el.href : attr(el, 'href');
       node.url = cap(h, MAX_URL);
     }
     node.value = cap(valueOf(el, role), MAX_TEXT);
     if (!pushNode(cx, items, depth, node)) return;
-    if (leaf || tag === 'input' || tag === 'textarea') return;
-    if (depth + 1 >= cx.maxDepth) {
+    let content = null;
+    if (leaf || tag === 'input' || tag === 'textarea') {
+      // No content of its own.
+    } else if (depth + 1 >= cx.maxDepth) {
       // The node's content would nest too deep: leave it out, and say so.
       if (hasContent(el)) cx.truncated = node.cut = true;
-      return;
+    } else {
+      walkChildren(el, cx, node.items, depth + 1, domDepth + 1, cenv);
+      if (FROM_CONTENT.has(node.role) || tag === 'button') content = walkedText(el, node.items, cx, cenv);
     }
-    walkChildren(el, cx, node.items, depth + 1, domDepth + 1, cenv);
+    // The name comes last, to use the text the walk found. A row's name
+    // would repeat its cells, which the YAML shows anyway.
+    if (role !== 'row') node.name = cap(nameOf(el, node.role, content), MAX_NAME);
   }
+
+  // walkedText is contentText(el, null), from the items the walk of el's
+  // children just made, when they hold all of it: el's content is text
+  // alone (the most common case by far: buttons, links, cells), and the
+  // walk kept it. Else null.
+  function walkedText(el, items, cx, env) {
+    if (cx.stop || !env.textOn || env.inLabel || env.inSelect || OWN_TEXT.has(el.localName) ||
+        el.firstElementChild || el.shadowRoot) return null;
+    return norm(items.length === 1 ? items[0] : items.join(''));
+  }
+  // Tags whose contentText is not the text of their children.
+  const OWN_TEXT = new Set(['br', 'img', 'area', 'svg', 'input', 'textarea', 'select', 'iframe', 'frame', 'slot']);
 
   function hasContent(el) {
     for (const c of composedChildren(el)) {
@@ -598,34 +704,39 @@
   function walkFrame(el, cx, items, depth, domDepth, env) {
     let n = state.frameOf.get(el);
     if (!n) { n = ++state.frameSeq; state.frameOf.set(el, n); }
-    const node = { role: 'iframe', name: cap(nameOf(el, 'iframe'), MAX_NAME), el, frame: env.frame,
-      interactive: false, states: [], url: '', value: '', items: [], frameNode: true };
+    const node = newNode('iframe', cap(nameOf(el, 'iframe'), MAX_NAME), el, env.frame, false, NO_STATES);
+    node.frameNode = true;
     let doc = null;
     try { doc = el.contentDocument; } catch (e) { doc = null; }
-    if (!doc) node.states.push('cross-origin');
+    if (!doc) node.states = ['cross-origin'];
     if (!pushNode(cx, items, depth, node)) return;
     if (doc) walkDocument(doc, cx, node.items, depth + 1, domDepth + 1, 'f' + n);
   }
 
   // merge joins adjacent text (no BREAK between), normalizes it and drops
-  // what is empty, leaving strings and nodes.
-  function merge(items) {
+  // what is empty, leaving strings and nodes; with dropText, nodes only.
+  function merge(items, dropText) {
     const out = [];
+    if (!items.length) return out;
     let text = null;
-    const flush = () => {
-      if (text !== null) {
-        const s = norm(text);
-        if (s) out.push(cap(s, MAX_TEXT));
-        text = null;
+    for (let i = 0; i < items.length; i++) {
+      const it = items[i];
+      if (typeof it === 'string') {
+        if (!dropText) text = text === null ? it : text + it;
+      } else if (it === BREAK) {
+        if (text !== null) { pushText(out, text); text = null; }
+      } else {
+        if (text !== null) { pushText(out, text); text = null; }
+        out.push(it);
       }
-    };
-    for (const it of items) {
-      if (typeof it === 'string') text = text === null ? it : text + it;
-      else if (it === BREAK) flush();
-      else { flush(); out.push(it); }
     }
-    flush();
+    if (text !== null) pushText(out, text);
     return out;
+  }
+
+  function pushText(out, text) {
+    const s = norm(text);
+    if (s) out.push(cap(s, MAX_TEXT));
   }
 
   // yamlText writes s as a plain YAML scalar when that is safe, else
@@ -649,10 +760,12 @@
   }
 
   const TRUNC_RESERVE = '- truncated'.length + 1;
+  const INDENTS = [''];
 
   function emit(r, indent, line) {
     if (r.stop) return false;
-    const s = '  '.repeat(indent) + line;
+    while (INDENTS.length <= indent) INDENTS.push(INDENTS[INDENTS.length - 1] + '  ');
+    const s = INDENTS[indent] + line;
     const n = utf8Len(s) + 1;
     if (r.bytes + n + TRUNC_RESERVE > r.cx.maxBytes) { r.stop = true; return false; }
     r.bytes += n;
@@ -672,29 +785,33 @@
     return rec.ref;
   }
 
+  // renderItems renders merged items (strings and nodes).
   function renderItems(items, indent, r) {
-    for (const it of merge(items)) {
+    for (let i = 0; i < items.length; i++) {
       if (r.stop) return;
+      const it = items[i];
       if (typeof it === 'string') emit(r, indent, '- text: ' + yamlText(it));
       else renderNode(it, indent, r);
     }
   }
 
+  const NO_ITEMS = Object.freeze([]);
+
   function renderNode(node, indent, r) {
-    let kids = merge(node.items);
-    // Text of a node named by its content is its name already; a row's
-    // cells say what its name would.
-    if (FROM_CONTENT.has(node.role)) kids = kids.filter(k => typeof k !== 'string');
+    // Text of a node named by its content is its name already (merge
+    // drops it); a row's cells say what its name would.
+    let kids = node.items.length ? merge(node.items, FROM_CONTENT.has(node.role)) : NO_ITEMS;
     const showName = node.name && node.role !== 'row';
     if (!node.interactive && !showName && !kids.length && !node.value && !node.frameNode && !node.cut && node.role !== 'separator') return;
     let line = '- ' + node.role;
     if (showName) line += ' ' + JSON.stringify(node.name);
-    for (const s of node.states) line += ' [' + s + ']';
+    const states = node.states;
+    for (let i = 0; i < states.length; i++) line += ' [' + states[i] + ']';
     if (node.interactive) line += ' [ref=' + refFor(node, r) + ']';
     let inline = node.value;
     if (!inline && !node.url && kids.length === 1 && typeof kids[0] === 'string') {
       inline = kids[0];
-      kids = [];
+      kids = NO_ITEMS;
     }
     if (inline && !node.url && !kids.length) {
       emit(r, indent, line + ': ' + yamlText(inline));
@@ -707,7 +824,18 @@
     if (!emit(r, indent, line + ':')) return;
     if (node.url) emit(r, indent + 1, '- /url: ' + yamlText(node.url));
     if (inline) emit(r, indent + 1, '- text: ' + yamlText(inline));
-    renderItems(kids, indent + 1, r);
+    // The content of a node is merged again, as it always was: text that
+    // a BREAK set apart inside a node joins up here (at the top level it
+    // stays apart). Only adjacent text needs the second merge.
+    renderItems(adjacentText(kids) ? merge(kids, false) : kids, indent + 1, r);
+  }
+
+  // adjacentText reports two strings next to each other in merged items.
+  function adjacentText(items) {
+    for (let i = 1; i < items.length; i++) {
+      if (typeof items[i] === 'string' && typeof items[i - 1] === 'string') return true;
+    }
+    return false;
   }
 
   // ---- Locating ----
@@ -999,7 +1127,7 @@
         const fe = w.frameElement;
         if (!fe) break;
         const fr = fe.getBoundingClientRect();
-        const fs = style(fe);
+        const fs = style(fe).cs;
         x += fr.left + fe.clientLeft + (parseFloat(fs.paddingLeft) || 0);
         y += fr.top + fe.clientTop + (parseFloat(fs.paddingTop) || 0);
         visible = visible && fr.width > 0 && fr.height > 0 && fe.checkVisibility({ visibilityProperty: true });
