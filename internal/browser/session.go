@@ -127,7 +127,9 @@ func (s *Session) start(ctx context.Context) error {
 		// A debugging port on loopback, so the CDP endpoint can hand this
 		// browser (and only it) to a Playwright or Puppeteer client.
 		opts := append(s.m.allocatorOptions(s.dir),
-			chromedp.Flag("remote-debugging-address", "127.0.0.1"), chromedp.Flag("remote-debugging-port", "0"), remote.WebSocket)
+			chromedp.Flag("remote-debugging-address", "127.0.0.1"), chromedp.Flag("remote-debugging-port", "0"), remote.WebSocket,
+			// A loaded machine may take a while to start Chromium: as long as firstRun waits.
+			chromedp.WSURLReadTimeout(30*time.Second))
 		allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 		parent = allocCtx
 		s.cancel = cancelAlloc
