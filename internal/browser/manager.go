@@ -343,13 +343,19 @@ func (m *Manager) Close(id string) error {
 	return nil
 }
 
-// Run expires sessions until ctx ends, then closes them all and stops the
-// shared browser. It sweeps browsers a previous daemon left first, and
-// warms the shared browser so the first session opens fast.
-func (m *Manager) Run(ctx context.Context) error {
+// Sweep kills the browsers a previous daemon left on profiles under the
+// data directory. Call it before anything can open a session: it would
+// kill that session's browser too.
+func (m *Manager) Sweep() {
 	if n := SweepOrphans(m.cfg.DataDir); n > 0 {
 		m.log.Info("killed browsers a previous daemon left", "processes", n)
 	}
+}
+
+// Run expires sessions until ctx ends, then closes them all and stops the
+// shared browser. It warms the shared browser first, so the first session
+// opens fast.
+func (m *Manager) Run(ctx context.Context) error {
 	if m.Available() == nil {
 		if _, err := m.sharedContext(); err != nil {
 			m.log.Error("warming the shared browser", "err", err)

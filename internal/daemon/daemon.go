@@ -167,6 +167,7 @@ func Run(ctx context.Context, cfg Config) error {
 		Chromium: cfg.Chromium, DataDir: filepath.Join(dataDir, "browser"),
 		MaxSessions: cfg.MaxBrowserSessions, IdleTimeout: cfg.BrowserIdleTimeout, Logger: log,
 	})
+	browsers.Sweep() // before the API serves: no session exists yet
 	if err := browsers.Available(); err != nil {
 		log.Info("browser sessions unavailable", "why", err.Error())
 	} else {
