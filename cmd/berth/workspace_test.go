@@ -140,7 +140,7 @@ func TestBrowserCommands(t *testing.T) {
 		t.Errorf("browser ls = %q", ls)
 	}
 	c.fails(1, "url_blocked", "browser", "goto", id, "file:///etc/passwd")
-	c.fails(1, "target_not_found", "browser", "click", id, "#missing", "--timeout", "500ms")
+	c.fails(1, "target_not_found", "browser", "click", id, "#missing", "--timeout", "2s")
 	c.fails(2, "WIDTHxHEIGHT", "browser", "open", "--viewport", "big")
 	c.ok("browser", "close", id)
 	c.fails(1, "session_not_found", "browser", "close", id)

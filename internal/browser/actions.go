@@ -377,12 +377,17 @@ func waitActionable(ctx context.Context, t *tab, tgt Target, op string) (Located
 	case "upload":
 		needVisible = false // file inputs are often hidden behind a styled button
 	}
+	var notFound error // the last answer that the target is not there yet
 	for {
 		el, err := locate(ctx, tgt)
 		switch {
 		case err == nil && (el.Visible || !needVisible) && (el.Enabled || !needEnabled):
 			return el, nil
-		case err != nil && errcode.ReasonOf(err) != "target_not_found":
+		case err != nil && ctx.Err() != nil && notFound != nil:
+			return Located{}, notFound // the deadline cut a look: say what the last one found
+		case errcode.ReasonOf(err) == "target_not_found":
+			notFound = err
+		case err != nil:
 			return Located{}, err
 		}
 		select {
