@@ -734,7 +734,11 @@ func TestBrowserStartupSweep(t *testing.T) {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		t.Cleanup(func() {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			browser.SweepOrphans(profile) // and whatever it started
+		})
 		return cmd
 	}
 	orphan := start(filepath.Join(dataDir, "browser", "shared-orphan"))
