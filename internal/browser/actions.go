@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
@@ -632,7 +633,7 @@ func (s *Session) screenshot(ctx context.Context, t *tab, a apitype.BrowserActio
 		params.Clip = &page.Viewport{X: box[0], Y: box[1], Width: box[2], Height: box[3], Scale: 1}
 	case a.FullPage:
 		params.CaptureBeyondViewport = ptr(true)
-		metrics, err := chromedp.Call(ctx, page.GetLayoutMetrics, cdpEmpty)
+		metrics, err := chromedp.Call(ctx, page.GetLayoutMetrics, cdp.Empty{})
 		if err != nil {
 			return nil, err
 		}
@@ -705,10 +706,10 @@ func (s *Session) pagesAction(ctx context.Context, a apitype.BrowserAction) (any
 	default:
 		return nil, errcode.InvalidFields(map[string]string{"action": "must be list, new, select or close"})
 	}
-	return s.listPages(ctx), nil
+	return s.listPages(), nil
 }
 
-func (s *Session) listPages(ctx context.Context) []apitype.BrowserPage {
+func (s *Session) listPages() []apitype.BrowserPage {
 	s.mu.Lock()
 	pages := append([]*tab(nil), s.pages...)
 	cur := s.current
@@ -722,10 +723,7 @@ func (s *Session) listPages(ctx context.Context) []apitype.BrowserPage {
 		cancel()
 		out = append(out, bp)
 	}
-	_ = ctx
 	return out
 }
-
-var cdpEmpty = struct{}{}
 
 func ptr[T any](v T) *T { return &v }

@@ -359,14 +359,13 @@ func (s *Session) close(reason string) {
 func (s *Session) expired(now time.Time) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	idle := now.Sub(s.lastUsed) > s.idle
 	switch {
-	case s.state != apitype.BrowserOpen && now.Sub(s.lastUsed) > s.idle:
+	case s.state != apitype.BrowserOpen && idle:
 		return "crashed_and_idle"
 	case now.Sub(s.created) > s.maxDur:
 		return "max_duration"
-	case now.Sub(s.lastUsed) > s.idle && !s.busy.TryLock():
-		return "" // an action is running: in use
-	case now.Sub(s.lastUsed) > s.idle:
+	case idle && s.busy.TryLock(): // a running action is use, however long
 		s.busy.Unlock()
 		return "idle_timeout"
 	}

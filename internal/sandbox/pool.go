@@ -199,35 +199,29 @@ func (m *Manager) fillOne(ctx context.Context) bool {
 
 // evictPooled deletes one pool member to make room for a caller's
 // sandbox, and reports whether there was one.
-func (m *Manager) evictPooled(ctx context.Context) bool {
-	all, err := m.store.ListSandboxes(ctx)
-	if err != nil {
-		return false
-	}
-	for _, sb := range all {
-		if sb.Pool != "" {
-			if err := m.Delete(ctx, sb.ID); err != nil {
-				m.log.ErrorContext(ctx, "evicting a pooled sandbox", "sandbox_id", sb.ID, "err", err)
-				return false
-			}
-			return true
-		}
-	}
-	return false
-}
+func (m *Manager) evictPooled(ctx context.Context) bool { return m.deletePooled(ctx, 1) > 0 }
 
 // DrainPools deletes every unclaimed pool member: at shutdown, so that a
 // stopped daemon leaves only its callers' sandboxes running.
-func (m *Manager) DrainPools(ctx context.Context) {
+func (m *Manager) DrainPools(ctx context.Context) { m.deletePooled(ctx, -1) }
+
+// deletePooled deletes up to n unclaimed pool members (all for n < 0) and
+// returns how many it deleted.
+func (m *Manager) deletePooled(ctx context.Context, n int) int {
 	all, err := m.store.ListSandboxes(ctx)
 	if err != nil {
-		return
+		return 0
 	}
+	deleted := 0
 	for _, sb := range all {
-		if sb.Pool != "" {
-			if err := m.Delete(ctx, sb.ID); err != nil {
-				m.log.ErrorContext(ctx, "draining warm pool", "sandbox_id", sb.ID, "err", err)
-			}
+		if sb.Pool == "" || deleted == n {
+			continue
 		}
+		if err := m.Delete(ctx, sb.ID); err != nil {
+			m.log.ErrorContext(ctx, "deleting a pooled sandbox", "sandbox_id", sb.ID, "err", err)
+			continue
+		}
+		deleted++
 	}
+	return deleted
 }
