@@ -864,3 +864,53 @@ func TestBrowserEmulation(t *testing.T) {
 		t.Errorf("sessions after a refused open = %d, want 1", len(list))
 	}
 }
+
+// TestBrowserBounds: each bound of an action answers its own error and
+// leaves the session working.
+func TestBrowserBounds(t *testing.T) {
+	t.Parallel()
+	needChromium(t)
+	d := testenv.StartDaemon(t, nil)
+	mux := http.NewServeMux()
+	mux.HandleFunc("/big.bin", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/octet-stream")
+		w.Header().Set("Content-Disposition", `attachment; filename="big.bin"`)
+		chunk := make([]byte, 1<<20)
+		for range 33 { // 33 MiB: past the 32 MiB download cap
+			if _, err := w.Write(chunk); err != nil {
+				return
+			}
+		}
+	})
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	c := d.Client
+	s, err := c.OpenBrowserSession(ctx, apitype.CreateBrowserSessionRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.BrowserAction(ctx, s.ID, apitype.BrowserAction{Op: "evaluate", Expression: "'x'.repeat(2 << 20)"}, nil); errcode.ReasonOf(err) != "result_too_large" {
+		t.Errorf("a 2 MiB result: %v, want result_too_large", err)
+	}
+	var n float64
+	act(t, c, s.ID, apitype.BrowserAction{Op: "evaluate", Expression: "'x'.repeat(1000).length"}, &n) // positive control
+	if n != 1000 {
+		t.Errorf("a small result = %v", n)
+	}
+	if err := c.BrowserAction(ctx, s.ID, apitype.BrowserAction{Op: "download", URL: srv.URL + "/big.bin"}, nil); errcode.ReasonOf(err) != "download_too_large" {
+		t.Errorf("a 33 MiB download: %v, want download_too_large", err)
+	}
+	var list []apitype.BrowserPage
+	for i := 1; i < 16; i++ {
+		act(t, c, s.ID, apitype.BrowserAction{Op: "pages", Action: "new"}, &list)
+	}
+	if len(list) != 16 {
+		t.Fatalf("pages = %d, want 16", len(list))
+	}
+	if err := c.BrowserAction(ctx, s.ID, apitype.BrowserAction{Op: "pages", Action: "new"}, nil); errcode.ReasonOf(err) != "page_limit" {
+		t.Errorf("a 17th page: %v, want page_limit", err)
+	}
+	act(t, c, s.ID, apitype.BrowserAction{Op: "evaluate", Expression: "1"}, nil)
+}

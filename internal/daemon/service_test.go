@@ -169,6 +169,27 @@ func TestServiceLifecycle(t *testing.T) {
 		waitService(t, d.Client, sb.ID, "web", "the web service to be ready again", func(s apitype.Service) bool { return s.Ready })
 	})
 
+	t.Run("at most 32 services", func(t *testing.T) {
+		sb2, err := d.Client.CreateSandbox(ctx, apitype.CreateSandboxRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range apitype.MaxServices {
+			if _, err := d.Client.PutService(ctx, sb2.ID, apitype.ServiceSpec{Name: fmt.Sprintf("s%d", i), Command: "true",
+				Restart: apitype.RestartPolicy{Policy: apitype.RestartNever}}); err != nil {
+				t.Fatalf("service %d: %v", i, err)
+			}
+		}
+		if _, err := d.Client.PutService(ctx, sb2.ID, apitype.ServiceSpec{Name: "one-more", Command: "true"}); errcode.ReasonOf(err) != "too_many_services" {
+			t.Errorf("service %d: %v, want too_many_services", apitype.MaxServices+1, err)
+		}
+		// Replacing one that exists is not one more.
+		if _, err := d.Client.PutService(ctx, sb2.ID, apitype.ServiceSpec{Name: "s0", Command: "exit 0",
+			Restart: apitype.RestartPolicy{Policy: apitype.RestartNever}}); err != nil {
+			t.Errorf("replacing a service at the limit: %v", err)
+		}
+	})
+
 	t.Run("bad specs", func(t *testing.T) {
 		for _, spec := range []apitype.ServiceSpec{
 			{Name: "Bad Name", Command: "true"},
