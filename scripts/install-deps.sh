@@ -17,7 +17,7 @@ set -euo pipefail
 required=(ca-certificates git make procps util-linux iproute2 python3 gcc libc6-dev
 	crun runc e2fsprogs)
 optional=(bubblewrap chromium chromium-headless-shell fonts-noto-core
-	libreoffice-writer-nogui libreoffice-calc-nogui libreoffice-impress-nogui
+	libreoffice-writer-nogui libreoffice-calc-nogui libreoffice-impress-nogui poppler-utils
 	nodejs)
 # npm runs the Playwright client of the CDP endpoint's test. A Node.js from
 # elsewhere (NodeSource) brings its own npm and conflicts with Debian's.

@@ -93,10 +93,13 @@ func (a *app) rootCommand() *cobra.Command {
 		a.serviceCommand(),
 		a.templateCommand(),
 		a.browserCommand(),
+		a.jobCommand(),
+		a.actionsCommand(),
 		a.fsCommand(),
 		a.keysCommand(),
 		a.doctorCommand(),
 		a.probeCommand(),
+		a.runnerCommand(),
 		&cobra.Command{
 			Use: "version", Short: "Print the version",
 			RunE: func(*cobra.Command, []string) error { fmt.Fprintln(a.stdout, version); return nil },

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"os"
 	"os/signal"
@@ -18,6 +19,7 @@ import (
 	"github.com/berthdev/berth/internal/agent"
 	"github.com/berthdev/berth/internal/browser"
 	"github.com/berthdev/berth/internal/daemon"
+	"github.com/berthdev/berth/internal/jobs"
 	"github.com/berthdev/berth/internal/sandbox"
 )
 
@@ -33,6 +35,10 @@ func (a *app) serveCommand() *cobra.Command {
 		maxSandboxes, maxCommands, maxHistory int
 		commandTimeout, maxCommandTimeout     time.Duration
 		outputCap, maxUpload                  = sizeValue(agent.DefaultOutputCap), sizeValue(agent.DefaultMaxUpload)
+		jobsRuntime, actionsDir, soffice      string
+		jobWorkers                            bool
+		jobPools                              []string
+		jobCap                                = jobs.DefaultCapacity
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -58,6 +64,18 @@ sandboxes keep running and are re-adopted by the next start.`,
 				}
 				pools = append(pools, p)
 			}
+			jp := maps.Clone(jobs.DefaultPools)
+			for _, p := range jobPools {
+				name, n, ok := strings.Cut(p, "=")
+				size, err := strconv.Atoi(n)
+				if _, known := jp[name]; !ok || !known || err != nil || size < 0 || size > 64 {
+					return usageError{fmt.Errorf("--job-pool %q: want PROFILE=N with PROFILE browser or office and N 0-64", p)}
+				}
+				jp[name] = size
+			}
+			if jobCap.Global < 1 || jobCap.Tenant < 1 || jobCap.User < 1 {
+				return usageError{fmt.Errorf("--jobs-max, --jobs-max-per-tenant and --jobs-max-per-user must be at least 1")}
+			}
 			return daemon.Run(cmd.Context(), daemon.Config{
 				DataDir: a.dataDir(), Listen: listen, Version: version,
 				MaxSandboxes: maxSandboxes, MaxCommands: maxCommands, MaxHistory: maxHistory,
@@ -66,6 +84,8 @@ sandboxes keep running and are re-adopted by the next start.`,
 				DefaultRuntime: defaultRuntime, OCIRuntime: ociRuntime, Runsc: runsc,
 				PreviewDomain: previewDomain, WarmPools: pools, Logger: log,
 				Chromium: chromium, MaxBrowserSessions: maxBrowserSessions, BrowserIdleTimeout: browserIdle,
+				JobsRuntime: jobsRuntime, NoJobWorkers: !jobWorkers, JobCapacity: jobCap, JobPools: jp,
+				ActionsDir: actionsDir, JobChromium: chromium, Soffice: soffice,
 			})
 		},
 	}
@@ -81,6 +101,14 @@ sandboxes keep running and are re-adopted by the next start.`,
 	f.StringVar(&chromium, "chromium", "", "Chromium binary of browser sessions (default: chromium-headless-shell, else chromium, on PATH)")
 	f.IntVar(&maxBrowserSessions, "max-browser-sessions", browser.DefaultMaxSessions, "most browser sessions open at once")
 	f.DurationVar(&browserIdle, "browser-idle-timeout", browser.DefaultIdleTimeout, "close a browser session after this long without an action")
+	f.StringVar(&jobsRuntime, "jobs-runtime", "container", "runtime of job sandboxes: container, gvisor or none (jobs off)")
+	f.BoolVar(&jobWorkers, "job-workers", true, "consume the job queue on this daemon (false: jobs are refused with WORKER_UNAVAILABLE)")
+	f.StringArrayVar(&jobPools, "job-pool", nil, "keep N fresh job runtimes of PROFILE started, as PROFILE=N (defaults browser=2, office=1)")
+	f.IntVar(&jobCap.Global, "jobs-max", jobCap.Global, "most jobs starting or running at once")
+	f.IntVar(&jobCap.Tenant, "jobs-max-per-tenant", jobCap.Tenant, "most jobs starting or running at once per tenant")
+	f.IntVar(&jobCap.User, "jobs-max-per-user", jobCap.User, "most jobs starting or running at once per user (API key)")
+	f.StringVar(&actionsDir, "actions-dir", "", "directory of action bundles (one directory each, with a berth-action.json manifest)")
+	f.StringVar(&soffice, "soffice", "", "LibreOffice binary of office jobs (default: soffice on PATH)")
 	f.StringVar(&logFormat, "log-format", "text", "log format: text or json")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	f.IntVar(&maxSandboxes, "max-sandboxes", sandbox.DefaultMaxSandboxes, "most sandboxes at once")

@@ -66,6 +66,7 @@ type Resources struct {
 	MemoryMB int64   `json:"memory_mb,omitempty"`
 	Pids     int64   `json:"pids,omitempty"`
 	DiskMB   int64   `json:"disk_mb,omitempty"`
+	ShmMB    int64   `json:"shm_mb,omitempty"` // size of /dev/shm (counts against memory)
 }
 
 // Sandbox is a sandbox as the API shows it. Environment values are not

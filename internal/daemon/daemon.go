@@ -5,6 +5,7 @@ package daemon
 import (
 	"context"
 	"crypto/rand"
+	"database/sql"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -24,6 +25,7 @@ import (
 	"github.com/berthdev/berth/internal/browser"
 	"github.com/berthdev/berth/internal/errcode"
 	"github.com/berthdev/berth/internal/httpapi"
+	"github.com/berthdev/berth/internal/jobs"
 	"github.com/berthdev/berth/internal/sandbox"
 	"github.com/berthdev/berth/internal/store"
 )
@@ -53,7 +55,18 @@ type Config struct {
 	Chromium           string
 	MaxBrowserSessions int
 	BrowserIdleTimeout time.Duration
-	Logger             *slog.Logger
+	// Sandbox jobs: the runtime they run in (container, gvisor or none),
+	// whether this daemon consumes the queue, capacity, warm runtimes per
+	// profile, action bundles, and the tools (""  finds them).
+	JobsRuntime  string
+	NoJobWorkers bool
+	JobCapacity  jobs.Capacity
+	JobPools     map[string]int
+	ActionsDir   string
+	JobChromium  string
+	Soffice      string
+	JobProfiles  map[string]jobs.Profile // tests shorten timeouts
+	Logger       *slog.Logger
 	// Ready, if set, is called with the listening address once the daemon
 	// serves.
 	Ready func(addr string)
@@ -173,9 +186,43 @@ func Run(ctx context.Context, cfg Config) error {
 	} else {
 		log.Info("browser sessions available", "chromium", browsers.Config().Chromium)
 	}
+	jobsRuntime := cfg.JobsRuntime
+	if jobsRuntime == "" {
+		jobsRuntime = "container"
+	}
+	riverDB, err := sql.Open("sqlite", store.DSN(filepath.Join(dataDir, DBFile)))
+	if err != nil {
+		return fmt.Errorf("opening the job queue's database: %w", err)
+	}
+	// River on SQLite wants one connection: its own, beside the store's.
+	riverDB.SetMaxOpenConns(1)
+	defer riverDB.Close()
+	jobSvc, err := jobs.New(jobs.Config{
+		DataDir: dataDir, Runtime: jobsRuntime, Chromium: cfg.JobChromium, Soffice: cfg.Soffice,
+		Capacity: cfg.JobCapacity, Pools: cfg.JobPools, Workers: !cfg.NoJobWorkers, ActionsDir: cfg.ActionsDir,
+		Profiles: cfg.JobProfiles, Logger: log,
+	}, db, riverDB, mgr)
+	if err != nil {
+		return err
+	}
+	if err := jobSvc.Start(ctx); err != nil {
+		return err
+	}
+	defer func() {
+		stopCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		jobSvc.Stop(stopCtx)
+	}()
+	for _, h := range jobSvc.Actions() {
+		if h.Available {
+			log.Info("action available", "action", h.Name, "version", h.Version)
+		} else {
+			log.Info("action unavailable", "action", h.Name, "reason", h.Reason, "why", h.Message)
+		}
+	}
 	api := httpapi.New(httpapi.Config{
 		Version: cfg.Version, DataDir: dataDir, MaxUpload: mgr.Config().MaxUpload,
-		Logger: log, Sandboxes: mgr, Browsers: browsers, Keys: keys, DB: db,
+		Logger: log, Sandboxes: mgr, Browsers: browsers, Jobs: jobSvc, Keys: keys, DB: db,
 		PreviewDomain: strings.ToLower(strings.Trim(cfg.PreviewDomain, ".")), PreviewSecret: previewSecret,
 	})
 	ln, err := net.Listen("tcp", cfg.Listen)

@@ -81,6 +81,17 @@ func (s *Server) routes() []route {
 		{"GET /v1/browser/sessions/{id}/screenshot", execution, s.handleBrowserScreenshot()},
 		{"GET /v1/browser/sessions/{id}/cdp", execution, s.handleBrowserCDP()},
 
+		{"GET /v1/actions", execution, s.handleListActions()},
+		{"GET /v1/actions/{name}", execution, s.handleGetAction()},
+		{"POST /v1/files", execution, s.handleUploadFile()},
+		{"GET /v1/files/{sha256}", execution, s.handleDownloadFile()},
+		{"POST /v1/jobs", execution, s.handleCreateJob()},
+		{"GET /v1/jobs", execution, s.handleListJobs()},
+		{"GET /v1/jobs/{id}", execution, s.handleGetJob()},
+		{"GET /v1/jobs/{id}/events", execution, s.handleJobEvents()},
+		{"POST /v1/jobs/{id}/cancel", execution, s.handleCancelJob()},
+		{"POST /v1/convert/{action}", execution, s.handleConvert()},
+
 		{"POST /v1/keys", admin, s.handleCreateKey()},
 		{"GET /v1/keys", admin, s.handleListKeys()},
 		{"DELETE /v1/keys/{id}", admin, s.handleRevokeKey()},

@@ -25,6 +25,7 @@ import (
 	"github.com/berthdev/berth/internal/browser"
 	"github.com/berthdev/berth/internal/errcode"
 	"github.com/berthdev/berth/internal/ident"
+	"github.com/berthdev/berth/internal/jobs"
 	"github.com/berthdev/berth/internal/sandbox"
 	"github.com/berthdev/berth/internal/wire"
 )
@@ -44,6 +45,7 @@ type Config struct {
 	Logger    *slog.Logger
 	Sandboxes *sandbox.Manager
 	Browsers  *browser.Manager // nil: browser sessions off
+	Jobs      *jobs.Service    // nil: sandbox jobs off
 	Keys      *auth.Keys
 	DB        Pinger
 	// PreviewDomain turns on host-based previews: {port}-{sandbox}.{domain}.

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -84,6 +85,10 @@ func NewGVisorRuntime(cfg OCIConfig) *ContainerRuntime {
 				"runtime gvisor is not available: runsc is not installed (make runsc builds it)")
 			return r
 		}
+	} else if _, err := exec.LookPath(bin); err != nil {
+		r.err = errcode.WithReason(errcode.Unimplemented, "runtime_unavailable",
+			"runtime gvisor is not available: --runsc %s is not an executable", bin)
+		return r
 	}
 	// gVisor cannot serve on a listening socket passed in, so its agent
 	// makes its own, which the sentry creates on the host (host-uds).
@@ -126,7 +131,7 @@ func (r *ContainerRuntime) Program() string { return r.program }
 
 // Paths inside the sandbox.
 const (
-	agentPathInSandbox = "/.berth/berth"
+	agentPathInSandbox = BinaryInSandbox
 	stateInSandbox     = "/run/berth"
 )
 
@@ -372,7 +377,7 @@ func (r *ContainerRuntime) spec(sb *Sandbox, cl containerLayout, tmpl *hostTempl
 		{Destination: "/proc", Type: "proc", Source: "proc", Options: []string{"nosuid", "noexec", "nodev"}},
 		{Destination: "/dev", Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "strictatime", "mode=755", "size=65536k"}},
 		{Destination: "/dev/pts", Type: "devpts", Source: "devpts", Options: []string{"nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620"}},
-		{Destination: "/dev/shm", Type: "tmpfs", Source: "shm", Options: []string{"nosuid", "noexec", "nodev", "mode=1777", fmt.Sprintf("size=%dm", shmSizeMB)}},
+		{Destination: "/dev/shm", Type: "tmpfs", Source: "shm", Options: []string{"nosuid", "noexec", "nodev", "mode=1777", fmt.Sprintf("size=%dm", cmp.Or(res.ShmMB, shmSizeMB))}},
 		{Destination: "/dev/mqueue", Type: "mqueue", Source: "mqueue", Options: []string{"nosuid", "noexec", "nodev"}},
 		{Destination: "/sys", Type: "sysfs", Source: "sysfs", Options: []string{"nosuid", "noexec", "nodev", "ro"}},
 		{Destination: "/tmp", Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "nodev", "mode=1777", fmt.Sprintf("size=%dm", tmpSizeMB)}},

@@ -173,6 +173,10 @@ type CreateSpec struct {
 	Idle *IdlePolicy
 	// Template names the template to start from; "" is the base.
 	Template string
+	// Internal marks a sandbox Berth runs for itself (a job's, named by
+	// the subsystem): unlisted, never claimed, drained at shutdown like
+	// warm pool members.
+	Internal string
 
 	pool  string // set when filling a warm pool
 	build bool   // a template build: writable root
@@ -257,6 +261,9 @@ func (s *CreateSpec) Valid() map[string]string {
 	if r.DiskMB < 0 || r.DiskMB > m.DiskMB || (r.DiskMB > 0 && r.DiskMB < 64) {
 		p["resources.disk_mb"] = fmt.Sprintf("must be between 64 and %d", m.DiskMB)
 	}
+	if r.ShmMB < 0 || r.ShmMB > m.ShmMB || (r.ShmMB > 0 && r.ShmMB < 16) {
+		p["resources.shm_mb"] = fmt.Sprintf("must be between 16 and %d", m.ShmMB)
+	}
 	return p
 }
 
@@ -275,6 +282,9 @@ func (r Resources) withDefaults() Resources {
 	if r.DiskMB == 0 {
 		r.DiskMB = d.DiskMB
 	}
+	if r.ShmMB == 0 {
+		r.ShmMB = d.ShmMB
+	}
 	return r
 }
 
@@ -283,6 +293,9 @@ func (r Resources) withDefaults() Resources {
 func (m *Manager) Create(ctx context.Context, spec CreateSpec) (sb *Sandbox, created bool, err error) {
 	if p := spec.Valid(); len(p) > 0 {
 		return nil, false, errcode.InvalidFields(p)
+	}
+	if spec.Internal != "" {
+		spec.pool = InternalPool + spec.Internal
 	}
 	if spec.Runtime == "" {
 		spec.Runtime = m.cfg.DefaultRuntime

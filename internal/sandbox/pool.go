@@ -55,6 +55,10 @@ type PoolStatus struct {
 // poolKey names a pool in the store: runtime and template.
 func poolKey(runtime, template string) string { return runtime + "/" + template }
 
+// InternalPool prefixes the pool of sandboxes Berth runs for itself
+// (CreateSpec.Internal); no runtime has this name, so no claim matches.
+const InternalPool = "internal/"
+
 // poolFor returns the pool a create could claim from, or "".
 func (m *Manager) poolFor(spec CreateSpec) string {
 	if len(m.cfg.Pools) == 0 || spec.Lazy || spec.pool != "" || spec.build {
@@ -224,4 +228,20 @@ func (m *Manager) deletePooled(ctx context.Context, n int) int {
 		deleted++
 	}
 	return deleted
+}
+
+// Internal lists the sandboxes Berth runs for itself whose internal name
+// (CreateSpec.Internal) starts with prefix.
+func (m *Manager) Internal(ctx context.Context, prefix string) ([]*Sandbox, error) {
+	all, err := m.store.ListSandboxes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []*Sandbox
+	for _, sb := range all {
+		if strings.HasPrefix(sb.Pool, InternalPool+prefix) {
+			out = append(out, sb)
+		}
+	}
+	return out, nil
 }

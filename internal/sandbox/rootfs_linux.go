@@ -30,10 +30,10 @@ var hostSystemDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64
 // hostEtc is what of /etc a sandbox sees: what programs need to run, find
 // libraries, certificates, time zones and the like. Never secrets.
 var hostEtc = []string{
-	"alternatives", "bash.bashrc", "ca-certificates", "ca-certificates.conf", "debian_version",
+	"alternatives", "bash.bashrc", "chromium", "chromium.d", "ca-certificates", "ca-certificates.conf", "debian_version",
 	"environment", "fonts", "gai.conf", "host.conf", "ImageMagick-6", "inputrc", "ld.so.cache", "ld.so.conf",
-	"ld.so.conf.d", "locale.alias", "localtime", "login.defs", "magic", "magic.mime", "matplotlibrc", "mime.types",
-	"netconfig", "networks", "nsswitch.conf", "os-release", "profile", "profile.d", "protocols",
+	"ld.so.conf.d", "libreoffice", "locale.alias", "localtime", "login.defs", "magic", "magic.mime", "matplotlibrc", "mime.types",
+	"netconfig", "networks", "nsswitch.conf", "os-release", "papersize", "profile", "profile.d", "protocols",
 	"python3", "python3.11", "rpc", "services", "shells", "ssl/certs", "ssl/openssl.cnf", "timezone",
 	"xattr.conf",
 }

@@ -47,6 +47,8 @@ type Resources struct {
 	MemoryMB int64   `json:"memory_mb,omitempty"`
 	Pids     int64   `json:"pids,omitempty"`
 	DiskMB   int64   `json:"disk_mb,omitempty"`
+	// ShmMB sizes /dev/shm (a tmpfs: it counts against memory).
+	ShmMB int64 `json:"shm_mb,omitempty"`
 }
 
 // IdlePolicy says how long a sandbox may go unused (no API call touching
@@ -62,10 +64,14 @@ type IdlePolicy struct {
 // 10 minutes, hibernate after an hour, never delete.
 var DefaultIdle = IdlePolicy{PauseAfterMS: 10 * 60 * 1000, HibernateAfterMS: 60 * 60 * 1000}
 
+// BinaryInSandbox is where isolated runtimes mount the berth binary (the
+// agent) inside every sandbox; job sandboxes run it as the job runner.
+const BinaryInSandbox = "/.berth/berth"
+
 // Sandbox defaults and maxima for isolated runtimes.
 var (
-	DefaultResources = Resources{CPUs: 1, MemoryMB: 1024, Pids: 512, DiskMB: 2048}
-	MaxResources     = Resources{CPUs: 64, MemoryMB: 64 << 10, Pids: 32768, DiskMB: 1 << 20}
+	DefaultResources = Resources{CPUs: 1, MemoryMB: 1024, Pids: 512, DiskMB: 2048, ShmMB: 256}
+	MaxResources     = Resources{CPUs: 64, MemoryMB: 64 << 10, Pids: 32768, DiskMB: 1 << 20, ShmMB: 16 << 10}
 )
 
 // Live reports whether the sandbox should have running compute.

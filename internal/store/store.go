@@ -41,12 +41,7 @@ type DB struct {
 // Open opens (creating if needed) the SQLite database at path and brings
 // its schema up to date.
 func Open(ctx context.Context, path string) (*DB, error) {
-	q := url.Values{}
-	for _, p := range []string{"journal_mode(WAL)", "synchronous(FULL)", "busy_timeout(10000)", "foreign_keys(1)"} {
-		q.Add("_pragma", p)
-	}
-	q.Set("_txlock", "immediate")
-	dsn := "file:" + path + "?" + q.Encode()
+	dsn := DSN(path)
 	w, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("opening database: %w", err)
@@ -70,6 +65,19 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	r.SetConnMaxLifetime(0)
 	db.db = r
 	return db, nil
+}
+
+// DSN is the database/sql data source of the database at path: WAL,
+// synchronous=FULL, a busy timeout, foreign keys, and transactions that
+// take the write lock when they begin (a read that later writes cannot
+// deadlock). Other pools on the same file (River's) use it too.
+func DSN(path string) string {
+	q := url.Values{}
+	for _, p := range []string{"journal_mode(WAL)", "synchronous(FULL)", "busy_timeout(10000)", "foreign_keys(1)"} {
+		q.Add("_pragma", p)
+	}
+	q.Set("_txlock", "immediate")
+	return "file:" + path + "?" + q.Encode()
 }
 
 // Close closes the database.

@@ -44,6 +44,9 @@ func StartDaemon(t testing.TB, tweak func(*daemon.Config)) *Daemon {
 		DataDir: filepath.Join(dir, "d"), Listen: "127.0.0.1:0", Version: "test",
 		AgentBinary: Binary(t), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		DefaultRuntime: Runtime(),
+		// No warm job runtimes unless a test asks: they are containers
+		// with Chromium or LibreOffice up.
+		JobPools: map[string]int{"browser": 0, "office": 0},
 	}
 	if os.Getenv("BERTH_TEST_LOG") != "" {
 		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -135,8 +138,9 @@ func StartDaemonProcess(t testing.TB, dataDir string, extraArgs ...string) *Daem
 	bin := Binary(t)
 	_ = os.Remove(filepath.Join(dataDir, daemon.InfoFile))
 	NeedRuntime(t, Runtime())
+	// No warm job runtimes unless a test asks (a later --job-pool wins).
 	args := append([]string{"serve", "--data", dataDir, "--listen", "127.0.0.1:0", "--log-level", "debug",
-		"--default-runtime", Runtime()}, extraArgs...)
+		"--default-runtime", Runtime(), "--job-pool", "browser=0", "--job-pool", "office=0"}, extraArgs...)
 	cmd := exec.Command(bin, args...)
 	logf, err := os.OpenFile(filepath.Join(filepath.Dir(dataDir), "daemon.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {

@@ -1,0 +1,317 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/berthdev/berth/client"
+	"github.com/berthdev/berth/internal/apitype"
+)
+
+func (a *app) jobCommand() *cobra.Command {
+	cmd := &cobra.Command{Use: "job", Aliases: []string{"jobs"}, Short: "Run, list, inspect and cancel sandbox jobs (conversions)"}
+
+	var ins, opts []string
+	var out, businessID string
+	var detach bool
+	run := &cobra.Command{
+		Use:   "run ACTION --in FILE... [--opt KEY=VALUE...] [--out FILE]",
+		Short: "Run a job and save its output",
+		Long: `Run a job: upload the inputs, queue the job, follow it (a progress bar on a
+terminal, one line per event otherwise) and save its output.
+
+  berth job run html-pdf --in index.html --in style.css --opt paper=A4 --out report.pdf
+  berth job run office-pdf --in letter.docx
+  berth job run html-pptx --in slides.html --opt width=1280 --opt height=720
+
+--in takes a file (its name in the job is its base name) or NAME=FILE.
+--opt values are JSON when they parse as JSON (true, 2.5), strings otherwise.
+--out defaults to the main input's name with the output's extension.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			if len(ins) == 0 {
+				return usageError{fmt.Errorf("give at least one --in FILE")}
+			}
+			req := apitype.CreateJobRequest{Action: args[0], BusinessID: businessID, Inputs: map[string]apitype.JobInput{}}
+			for _, in := range ins {
+				name, path, ok := strings.Cut(in, "=")
+				if !ok {
+					name, path = filepath.Base(in), in
+				}
+				f, err := os.Open(path)
+				if err != nil {
+					return err
+				}
+				ref, err := c.UploadFile(ctx, f, name)
+				f.Close()
+				if err != nil {
+					return fmt.Errorf("uploading %s: %w", path, err)
+				}
+				req.Inputs[name] = apitype.JobInput{SHA256: ref.SHA256}
+			}
+			if len(opts) > 0 {
+				m := map[string]json.RawMessage{}
+				for _, o := range opts {
+					k, v, ok := strings.Cut(o, "=")
+					if !ok || k == "" {
+						return usageError{fmt.Errorf("--opt %q: want KEY=VALUE", o)}
+					}
+					if json.Valid([]byte(v)) {
+						m[k] = json.RawMessage(v)
+					} else {
+						m[k], _ = json.Marshal(v)
+					}
+				}
+				req.Options, _ = json.Marshal(m)
+			}
+			j, err := c.CreateJob(ctx, req)
+			if err != nil {
+				return err
+			}
+			if detach {
+				fmt.Fprintln(a.stdout, j.ID)
+				return nil
+			}
+			fmt.Fprintf(a.stderr, "job %s %s\n", j.ID, j.State)
+			j, err = a.follow(ctx, j)
+			if err != nil {
+				return err
+			}
+			if j.State != apitype.JobSucceeded {
+				if j.Error != nil {
+					return fmt.Errorf("job %s %s: %s: %s", j.ID, j.State, j.Error.Reason, j.Error.Message)
+				}
+				return fmt.Errorf("job %s %s", j.ID, j.State)
+			}
+			for i, o := range j.Outputs {
+				dst := out
+				if dst == "" || i > 0 {
+					main := j.Inputs[0].Name
+					dst = strings.TrimSuffix(filepath.Base(main), filepath.Ext(main)) + filepath.Ext(o.Name)
+				}
+				if err := a.saveFile(ctx, o.SHA256, dst); err != nil {
+					return err
+				}
+				pages := ""
+				if o.Pages > 0 {
+					pages = fmt.Sprintf(", %d pages", o.Pages)
+				}
+				fmt.Fprintf(a.stderr, "wrote %s (%s%s)\n", dst, humanBytes(o.Size), pages)
+			}
+			return nil
+		},
+	}
+	run.Flags().StringArrayVar(&ins, "in", nil, "an input file, or NAME=FILE (repeat)")
+	run.Flags().StringArrayVar(&opts, "opt", nil, "an option KEY=VALUE (repeat)")
+	run.Flags().StringVar(&out, "out", "", "where to write the output")
+	run.Flags().StringVar(&businessID, "business-id", "", "idempotency key: a repeat returns the earlier job")
+	run.Flags().BoolVar(&detach, "detach", false, "print the job's ID and return without waiting")
+
+	var lsState, lsAction string
+	var lsJSON bool
+	ls := &cobra.Command{
+		Use: "ls", Aliases: []string{"list"}, Short: "List jobs, newest first", Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			list, err := c.Jobs(cmd.Context(), jobFilter(lsState, lsAction))
+			if err != nil {
+				return err
+			}
+			if lsJSON {
+				return a.printJSON(list)
+			}
+			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tACTION\tSTATE\tATTEMPT\tCREATED\tOUTPUT")
+			for _, j := range list {
+				outTxt := "-"
+				if len(j.Outputs) > 0 {
+					outTxt = humanBytes(j.Outputs[0].Size)
+				} else if j.Error != nil {
+					outTxt = j.Error.Reason
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\t%s\n", j.ID, j.Action, j.State, j.Attempt, j.MaxAttempts,
+					j.CreatedAt.Local().Format(time.DateTime), outTxt)
+			}
+			return tw.Flush()
+		},
+	}
+	ls.Flags().StringVar(&lsState, "state", "", "only jobs in this state")
+	ls.Flags().StringVar(&lsAction, "action", "", "only jobs of this action")
+	ls.Flags().BoolVar(&lsJSON, "json", false, "print JSON")
+
+	get := &cobra.Command{
+		Use: "get ID", Short: "Print a job as JSON", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			j, err := c.Job(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			return a.printJSON(j)
+		},
+	}
+	cancel := &cobra.Command{
+		Use: "cancel ID", Short: "Cancel a job (a running one has its sandbox killed)", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			j, err := c.CancelJob(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(a.stdout, j.ID, j.State)
+			return nil
+		},
+	}
+	cmd.AddCommand(run, ls, get, cancel)
+	return cmd
+}
+
+func jobFilter(state, action string) client.JobFilter {
+	return client.JobFilter{State: state, Action: action}
+}
+
+// follow prints a job's events until it is finished and returns it: a
+// progress bar on a terminal, plain lines otherwise.
+func (a *app) follow(ctx context.Context, j apitype.Job) (apitype.Job, error) {
+	c, err := a.client()
+	if err != nil {
+		return j, err
+	}
+	f, isFile := a.stderr.(*os.File)
+	bar := isFile && term.IsTerminal(int(f.Fd()))
+	percent := map[string]int{apitype.JobQueued: 0, apitype.JobWaiting: 0, apitype.JobStarting: 5, apitype.JobRunning: 30}
+	pct := 0
+	err = c.JobEvents(ctx, j.ID, 0, func(ev apitype.JobEvent) error {
+		if p, ok := percent[ev.Type]; ok {
+			pct = max(pct, p)
+		}
+		if ev.Percent > 0 {
+			pct = max(pct, ev.Percent)
+		}
+		if apitype.JobTerminal(ev.Type) && ev.Type == apitype.JobSucceeded {
+			pct = 100
+		}
+		if bar {
+			const width = 30
+			n := pct * width / 100
+			fmt.Fprintf(a.stderr, "\r[%s%s] %3d%% %-10s %s", strings.Repeat("#", n), strings.Repeat(" ", width-n), pct, ev.Type,
+				truncate(ev.Message, 50))
+			if apitype.JobTerminal(ev.Type) {
+				fmt.Fprintln(a.stderr)
+			}
+			return nil
+		}
+		line := ev.At.Local().Format("15:04:05.000") + " " + ev.Type
+		if ev.Percent > 0 {
+			line += fmt.Sprintf(" %d%%", ev.Percent)
+		}
+		if ev.Message != "" {
+			line += " " + ev.Message
+		}
+		fmt.Fprintln(a.stderr, line)
+		return nil
+	})
+	if err != nil {
+		return j, err
+	}
+	return c.Job(ctx, j.ID)
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n-3] + "..."
+	}
+	return s
+}
+
+// saveFile downloads a stored file to dst, through a temporary file.
+func (a *app) saveFile(ctx context.Context, sha, dst string) error {
+	c, err := a.client()
+	if err != nil {
+		return err
+	}
+	rc, err := c.DownloadFile(ctx, sha)
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	tmp, err := os.CreateTemp(filepath.Dir(dst), ".berth-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := io.Copy(tmp, rc); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), dst)
+}
+
+func (a *app) actionsCommand() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use: "actions [NAME]", Short: "Show the job actions and whether each is available, with the reason when not",
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			var list []apitype.ActionHealth
+			if len(args) == 1 {
+				h, err := c.Action(cmd.Context(), args[0])
+				if err != nil && h.Reason == "" {
+					return err
+				}
+				list = []apitype.ActionHealth{h}
+			} else if list, err = c.Actions(cmd.Context()); err != nil {
+				return err
+			}
+			if asJSON {
+				return a.printJSON(list)
+			}
+			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "ACTION\tVERSION\tPROFILE\tHEALTH\tDETAIL")
+			for _, h := range list {
+				health, detail := "available", h.Description
+				if !h.Available {
+					health, detail = h.Reason, h.Message
+					if h.Hint != "" {
+						detail += "; " + h.Hint
+					}
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", h.Name, firstNonEmpty(h.Version, "-"), firstNonEmpty(h.Profile, "-"), health, detail)
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}

@@ -1,0 +1,120 @@
+package apitype
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Job states.
+const (
+	JobQueued    = "queued"
+	JobWaiting   = "waiting" // for capacity; consumes no retry
+	JobStarting  = "starting"
+	JobRunning   = "running"
+	JobSucceeded = "succeeded"
+	JobFailed    = "failed"
+	JobCanceled  = "canceled"
+)
+
+// JobTerminal reports whether a job in state s is finished.
+func JobTerminal(s string) bool { return s == JobSucceeded || s == JobFailed || s == JobCanceled }
+
+// FileRef is a stored file: inputs and outputs are content-addressed.
+type FileRef struct {
+	Name   string `json:"name,omitempty"`
+	SHA256 string `json:"sha256"`
+	Size   int64  `json:"size"`
+	MIME   string `json:"mime"`
+	Pages  int    `json:"pages,omitempty"` // PDF pages, PPTX slides
+}
+
+// JobInput is one input of a job request: inline bytes or a file uploaded
+// with POST /v1/files.
+type JobInput struct {
+	ContentBase64 string `json:"content_base64,omitempty"`
+	SHA256        string `json:"sha256,omitempty"`
+}
+
+// CreateJobRequest is the body of POST /v1/jobs (and of POST
+// /v1/convert/{action}, whose action comes from the path).
+type CreateJobRequest struct {
+	Action     string              `json:"action"`
+	BusinessID string              `json:"business_id,omitempty"`
+	Inputs     map[string]JobInput `json:"inputs"`
+	Options    json.RawMessage     `json:"options,omitempty"`
+}
+
+// JobError says why a job failed.
+type JobError struct {
+	Code      string `json:"code"`   // an errcode: invalid, deadline_exceeded, unavailable...
+	Reason    string `json:"reason"` // specific: invalid_input, timeout, runtime_start...
+	Message   string `json:"message"`
+	Retryable bool   `json:"retryable"`
+}
+
+// Job is a job as the API shows it.
+type Job struct {
+	ID            string          `json:"id"`
+	Action        string          `json:"action"`
+	ActionVersion string          `json:"action_version"`
+	State         string          `json:"state"`
+	BusinessID    string          `json:"business_id,omitempty"`
+	RequestSHA256 string          `json:"request_sha256"`
+	Inputs        []FileRef       `json:"inputs"`
+	Options       json.RawMessage `json:"options,omitempty"`
+	Outputs       []FileRef       `json:"outputs"`
+	Error         *JobError       `json:"error,omitempty"`
+	Attempt       int             `json:"attempt"`
+	MaxAttempts   int             `json:"max_attempts"`
+	// Blocked lists requests the document made that were refused.
+	Blocked    []string   `json:"blocked,omitempty"`
+	CreatedAt  time.Time  `json:"created_at"`
+	UpdatedAt  time.Time  `json:"updated_at"`
+	StartedAt  *time.Time `json:"started_at,omitempty"`
+	FinishedAt *time.Time `json:"finished_at,omitempty"`
+	// Repeat is set on POST /v1/jobs answers that return an earlier job
+	// for the same business_id and request.
+	Repeat bool `json:"repeat,omitempty"`
+}
+
+// JobEvent is one entry of a job's event log (GET /v1/jobs/{id}/events).
+type JobEvent struct {
+	Seq     int64     `json:"seq"`
+	Type    string    `json:"type"` // a state, or "progress"
+	At      time.Time `json:"at"`
+	Attempt int       `json:"attempt,omitempty"`
+	Message string    `json:"message,omitempty"`
+	// Percent is set on progress events.
+	Percent int       `json:"percent,omitempty"`
+	Error   *JobError `json:"error,omitempty"`
+}
+
+// Jobs is a page of GET /v1/jobs.
+type Jobs struct {
+	Jobs []Job `json:"jobs"`
+}
+
+// ActionHealth is an action as GET /v1/actions shows it.
+type ActionHealth struct {
+	Name        string   `json:"name"`
+	Version     string   `json:"version"`
+	Profile     string   `json:"profile"`
+	Base        string   `json:"base"`
+	Builtin     bool     `json:"builtin"`
+	Description string   `json:"description,omitempty"`
+	Output      string   `json:"output,omitempty"`
+	Extensions  []string `json:"extensions,omitempty"`
+	// Available is true when a job of this action would be accepted now;
+	// otherwise Reason is the most specific cause (ACTION_MISSING,
+	// ACTION_INVALID, PROFILE_MISSING, RUNTIME_UNBOUND, VERSION_MISMATCH,
+	// PROFILE_UNHEALTHY, PROVIDER_UNAVAILABLE, WORKER_UNAVAILABLE).
+	Available bool   `json:"available"`
+	Reason    string `json:"reason,omitempty"`
+	Message   string `json:"message,omitempty"`
+	Hint      string `json:"hint,omitempty"`
+}
+
+// Actions is the answer of GET /v1/actions.
+type Actions struct {
+	Actions []ActionHealth `json:"actions"`
+}

@@ -1,0 +1,273 @@
+package jobs
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/berthdev/berth/internal/agent"
+	"github.com/berthdev/berth/internal/apitype"
+	"github.com/berthdev/berth/internal/errcode"
+	"github.com/berthdev/berth/internal/jobspec"
+	"github.com/berthdev/berth/internal/sandbox"
+)
+
+// Profile is a runtime profile: what a job's sandbox gets. The defaults
+// are the seed's: 2 CPUs, 4 GiB of memory, 1 GiB of /dev/shm, 4 GiB of
+// temporary storage (the workspace disk), a 300 s task timeout and a 360 s
+// hard deadline. Every job sandbox is a container: non-root, read-only
+// root, no capabilities, no new privileges, seccomp, no network.
+type Profile struct {
+	Name         string
+	Resources    sandbox.Resources
+	Timeout      time.Duration
+	HardDeadline time.Duration
+}
+
+// DefaultProfile returns the profile name with the seed's defaults.
+func DefaultProfile(name string) Profile {
+	return Profile{
+		Name:         name,
+		Resources:    sandbox.Resources{CPUs: 2, MemoryMB: 4096, Pids: 1024, DiskMB: 4096, ShmMB: 1024},
+		Timeout:      300 * time.Second,
+		HardDeadline: 360 * time.Second,
+	}
+}
+
+// runtime is a fresh job sandbox with its runner up: used by one job,
+// then deleted.
+type runtime struct {
+	sandboxID string
+	agent     *agent.Client
+	profile   string
+}
+
+// runtimePool keeps pre-started runtimes of one profile, so a job gets a
+// fresh sandbox with Chromium already up without waiting for one.
+type runtimePool struct {
+	s       *Service
+	profile string
+	size    int
+	ready   chan *runtime
+	kick    chan struct{}
+
+	mu       sync.Mutex
+	failures int    // consecutive failed starts
+	lastErr  string // the last start's error
+}
+
+func newRuntimePool(s *Service, profile string, size int) *runtimePool {
+	return &runtimePool{s: s, profile: profile, size: size, ready: make(chan *runtime, max(size, 1)),
+		kick: make(chan struct{}, 1)}
+}
+
+// take returns a ready runtime, or starts one when none is.
+func (p *runtimePool) take(ctx context.Context) (*runtime, error) {
+	select {
+	case rt := <-p.ready:
+		p.wake()
+		return rt, nil
+	default:
+	}
+	p.wake()
+	return p.s.startRuntime(ctx, p.profile)
+}
+
+func (p *runtimePool) wake() {
+	select {
+	case p.kick <- struct{}{}:
+	default:
+	}
+}
+
+// health is why the pool's runtimes do not start, or "".
+func (p *runtimePool) health() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.failures >= 3 {
+		return p.lastErr
+	}
+	return ""
+}
+
+func (p *runtimePool) note(err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err == nil {
+		p.failures, p.lastErr = 0, ""
+		return
+	}
+	p.failures++
+	p.lastErr = err.Error()
+}
+
+// run keeps the pool full until ctx ends, then deletes what it holds.
+func (p *runtimePool) run(ctx context.Context) {
+	defer func() {
+		for {
+			select {
+			case rt := <-p.ready:
+				p.s.discard(rt)
+			default:
+				return
+			}
+		}
+	}()
+	backoff := time.Second
+	for {
+		if len(p.ready) < p.size {
+			rt, err := p.s.startRuntime(ctx, p.profile)
+			if ctx.Err() != nil {
+				if rt != nil {
+					p.s.discard(rt)
+				}
+				return
+			}
+			p.note(err)
+			if err != nil {
+				p.s.log.Warn("starting a job runtime failed", "profile", p.profile, "err", err)
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(backoff):
+				}
+				backoff = min(2*backoff, time.Minute)
+				continue
+			}
+			backoff = time.Second
+			p.ready <- rt
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-p.kick:
+		}
+	}
+}
+
+// startRuntime creates a job sandbox and starts its runner, returning
+// once the runner answers its health check.
+func (s *Service) startRuntime(ctx context.Context, profile string) (*runtime, error) {
+	prof := s.profiles[profile]
+	sb, _, err := s.mgr.Create(ctx, sandbox.CreateSpec{
+		Runtime: s.cfg.Runtime, Internal: "job-" + profile, Resources: prof.Resources, Idle: &sandbox.IdlePolicy{},
+	})
+	if err != nil {
+		return nil, errcode.Wrap(errcode.Unavailable, err, "starting a job sandbox failed")
+	}
+	rt := &runtime{sandboxID: sb.ID, profile: profile}
+	s.mu.Lock()
+	s.held[sb.ID] = true
+	s.mu.Unlock()
+	fail := func(err error) (*runtime, error) {
+		s.discard(rt)
+		return nil, err
+	}
+	c, err := s.mgr.Agent(ctx, sb.ID)
+	if err != nil {
+		return fail(err)
+	}
+	rt.agent = c
+	argv := []string{sandbox.BinaryInSandbox, "runner", "--profile", profile,
+		"--listen", "127.0.0.1:" + strconv.Itoa(jobspec.RunnerPort), "--in", jobspec.InputDir, "--out", jobspec.OutputDir}
+	if s.cfg.Chromium != "" {
+		argv = append(argv, "--chromium", s.cfg.Chromium)
+	}
+	if s.cfg.Soffice != "" {
+		argv = append(argv, "--soffice", s.cfg.Soffice)
+	}
+	if _, _, err := c.PutService(ctx, apitype.ServiceSpec{Name: "runner", Argv: argv,
+		Restart: apitype.RestartPolicy{Policy: "never"}}); err != nil {
+		return fail(err)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		h, err := runnerHealth(ctx, c)
+		if err == nil && h.RunnerAPI == jobspec.RunnerAPI {
+			return rt, nil
+		}
+		if err == nil {
+			return fail(fmt.Errorf("the runner speaks API %d, not %d", h.RunnerAPI, jobspec.RunnerAPI))
+		}
+		if svc, serr := c.Service(ctx, "runner"); serr == nil && svc.Status != "running" && svc.Status != "starting" {
+			logs, _ := c.ServiceLogs(ctx, "runner", nil)
+			return fail(fmt.Errorf("the runner exited (%s): %s", svc.Status, tail(logs.Data, 400)))
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fail(fmt.Errorf("the runner was not ready in 60 s: %v", err))
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return "..." + s[len(s)-n:]
+	}
+	return s
+}
+
+// discard deletes a runtime's sandbox, in the background: no caller waits
+// for a teardown.
+func (s *Service) discard(rt *runtime) {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := s.mgr.Delete(ctx, rt.sandboxID); err != nil && !errcode.Is(err, errcode.NotFound) {
+			s.log.Error("deleting a job sandbox", "sandbox_id", rt.sandboxID, "err", err)
+		}
+		s.mu.Lock()
+		delete(s.held, rt.sandboxID)
+		s.mu.Unlock()
+	}()
+}
+
+// runnerRequest sends a request to the runner through the agent's port
+// proxy and returns the response whatever its status.
+func runnerRequest(ctx context.Context, c *agent.Client, method, path string, body any) (*http.Response, error) {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return nil, err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method,
+		"http://agent/v1/ports/"+strconv.Itoa(jobspec.RunnerPort)+path, rd)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.Token())
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	return c.Transport().RoundTrip(req)
+}
+
+func runnerHealth(ctx context.Context, c *agent.Client) (jobspec.Health, error) {
+	var h jobspec.Health
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	resp, err := runnerRequest(ctx, c, http.MethodGet, "/healthz", nil)
+	if err != nil {
+		return h, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return h, fmt.Errorf("runner health: %s", resp.Status)
+	}
+	return h, json.NewDecoder(resp.Body).Decode(&h)
+}

@@ -1,0 +1,763 @@
+package jobs
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riversqlite"
+	"github.com/riverqueue/river/rivermigrate"
+
+	"github.com/berthdev/berth/internal/apitype"
+	"github.com/berthdev/berth/internal/errcode"
+	"github.com/berthdev/berth/internal/ident"
+	"github.com/berthdev/berth/internal/jobspec"
+	"github.com/berthdev/berth/internal/sandbox"
+)
+
+// Capacity bounds jobs starting or running at once.
+type Capacity struct {
+	Global, Tenant, User int
+}
+
+// DefaultCapacity is the seed's: 20 in all, 4 per tenant, 2 per user.
+var DefaultCapacity = Capacity{Global: 20, Tenant: 4, User: 2}
+
+// Limits on a job's files.
+const (
+	MaxInputBytes  = 350 << 20 // all inputs of a job together
+	MaxOutputBytes = 350 << 20 // all outputs of a job together
+	MaxInputs      = 256
+)
+
+// Config configures the job service.
+type Config struct {
+	DataDir string
+	// Runtime is the sandbox runtime jobs run in: container (the default)
+	// or gvisor. "none" (or the process runtime, which is not a safe
+	// place for untrusted documents) leaves jobs RUNTIME_UNBOUND.
+	Runtime string
+	// Chromium and Soffice are the binaries the runner uses inside job
+	// sandboxes ("" lets it look for them).
+	Chromium, Soffice string
+	Capacity          Capacity
+	// Pools is how many fresh runtimes to keep started per profile.
+	Pools map[string]int
+	// Workers false runs no queue consumer: jobs are refused with
+	// WORKER_UNAVAILABLE (an API-only node).
+	Workers     bool
+	MaxAttempts int
+	// ActionsDir holds action bundles, one directory each.
+	ActionsDir string
+	// Profiles overrides profile defaults (tests shorten timeouts).
+	Profiles map[string]Profile
+	Logger   *slog.Logger
+}
+
+// DefaultPools keeps two browser runtimes and one office runtime warm.
+var DefaultPools = map[string]int{jobspec.ProfileBrowser: 2, jobspec.ProfileOffice: 1}
+
+// Service queues, runs and reports jobs.
+type Service struct {
+	cfg      Config
+	log      *slog.Logger
+	store    Store
+	blobs    *Blobs
+	mgr      *sandbox.Manager
+	riverDB  *sql.DB
+	river    *river.Client[*sql.Tx]
+	actions  map[string]*action
+	profiles map[string]Profile
+	pools    map[string]*runtimePool
+
+	admitMu sync.Mutex // capacity check and the move to starting, together
+
+	mu      sync.Mutex
+	running map[string]context.CancelCauseFunc // job ID -> its work's cancel
+	subs    map[string]map[chan struct{}]bool  // job ID -> event pokes
+	held    map[string]bool                    // job sandboxes in a pool or a job
+	started bool
+
+	wg   sync.WaitGroup
+	stop context.CancelFunc
+}
+
+var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,63}$`)
+
+// New returns the job service. riverDB is River's own pool on the
+// daemon's database; it needs one connection at most.
+func New(cfg Config, store Store, riverDB *sql.DB, mgr *sandbox.Manager) (*Service, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Capacity == (Capacity{}) {
+		cfg.Capacity = DefaultCapacity
+	}
+	if cfg.Pools == nil {
+		cfg.Pools = DefaultPools
+	}
+	if cfg.MaxAttempts <= 0 {
+		cfg.MaxAttempts = 3
+	}
+	if cfg.Runtime == "" {
+		cfg.Runtime = "container"
+	}
+	blobs, err := NewBlobs(filepath.Join(cfg.DataDir, "files"), store)
+	if err != nil {
+		return nil, err
+	}
+	actions, err := loadActions(cfg.ActionsDir)
+	if err != nil {
+		return nil, err
+	}
+	s := &Service{cfg: cfg, log: cfg.Logger, store: store, blobs: blobs, mgr: mgr, riverDB: riverDB,
+		actions: actions, profiles: map[string]Profile{}, pools: map[string]*runtimePool{},
+		running: map[string]context.CancelCauseFunc{}, subs: map[string]map[chan struct{}]bool{}, held: map[string]bool{}}
+	for _, name := range profiles {
+		s.profiles[name] = DefaultProfile(name)
+		if p, ok := cfg.Profiles[name]; ok {
+			p.Name = name
+			s.profiles[name] = p
+		}
+		s.pools[name] = newRuntimePool(s, name, cfg.Pools[name])
+	}
+	for _, a := range actions {
+		if a.invalid != "" {
+			s.log.Warn("action bundle is invalid", "action", a.spec.Name, "dir", a.dir, "why", a.invalid)
+		}
+	}
+	return s, nil
+}
+
+// Blobs returns the file store.
+func (s *Service) Blobs() *Blobs { return s.blobs }
+
+// Start migrates River's tables, recovers jobs a previous daemon left
+// unfinished, and starts the queue consumer, the runtime pools and the
+// sweeper. It returns once they run.
+func (s *Service) Start(ctx context.Context) error {
+	driver := riversqlite.New(s.riverDB)
+	migrator, err := rivermigrate.New(driver, &rivermigrate.Config{Logger: quietLogger(s.log)})
+	if err != nil {
+		return err
+	}
+	if _, err := migrator.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
+		return fmt.Errorf("migrating the job queue: %w", err)
+	}
+	workers := river.NewWorkers()
+	river.AddWorker(workers, &worker{s: s})
+	rc := &river.Config{
+		Logger:                      quietLogger(s.log),
+		Workers:                     workers,
+		PollOnly:                    true,
+		FetchCooldown:               5 * time.Millisecond,
+		FetchPollInterval:           200 * time.Millisecond,
+		MaxAttempts:                 s.cfg.MaxAttempts + 1, // the jobs table decides; River never gives up first
+		RescueStuckJobsAfter:        10 * time.Minute,
+		RetryPolicy:                 retryPolicy{},
+		JobTimeout:                  -1, // each work bounds itself by its profile's hard deadline
+		CompletedJobRetentionPeriod: time.Hour,
+	}
+	if s.cfg.Workers {
+		rc.Queues = map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: s.cfg.Capacity.Global}}
+	}
+	s.river, err = river.NewClient(driver, rc)
+	if err != nil {
+		return fmt.Errorf("starting the job queue: %w", err)
+	}
+	if err := s.recover(ctx); err != nil {
+		return fmt.Errorf("recovering jobs: %w", err)
+	}
+	runCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	s.stop = stop
+	if s.cfg.Workers {
+		if err := s.river.Start(runCtx); err != nil {
+			stop()
+			return fmt.Errorf("starting the job queue: %w", err)
+		}
+		if s.bound() == nil {
+			for _, p := range s.pools {
+				if p.size > 0 && s.profileProblem(p.profile) == "" {
+					s.wg.Add(1)
+					go func() { defer s.wg.Done(); p.run(runCtx) }()
+				}
+			}
+		}
+	}
+	s.wg.Add(1)
+	go func() { defer s.wg.Done(); s.sweep(runCtx) }()
+	s.mu.Lock()
+	s.started = true
+	s.mu.Unlock()
+	return nil
+}
+
+// Stop stops the consumer (cancelling work in flight: it is requeued at
+// the next start), the pools and the sweeper, and deletes the runtimes.
+func (s *Service) Stop(ctx context.Context) {
+	s.mu.Lock()
+	s.started = false
+	s.mu.Unlock()
+	if s.river != nil && s.cfg.Workers {
+		_ = s.river.StopAndCancel(ctx)
+	}
+	if s.stop != nil {
+		s.stop()
+	}
+	s.wg.Wait()
+}
+
+// quietLogger passes River's warnings and errors, not its chatter.
+func quietLogger(l *slog.Logger) *slog.Logger {
+	return slog.New(levelFilter{l.Handler(), slog.LevelWarn}).With("component", "river")
+}
+
+type levelFilter struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (f levelFilter) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= f.min && f.Handler.Enabled(ctx, l)
+}
+
+// retryPolicy retries a retryable failure after 1, 2, 4... seconds (at
+// most a minute): a fresh sandbox is the remedy, not a long wait.
+type retryPolicy struct{}
+
+func (retryPolicy) NextRetry(j *riverJobRow) time.Time {
+	return time.Now().Add(min(time.Second<<min(max(j.Attempt-1, 0), 6), time.Minute))
+}
+
+// Health reasons, from the seed.
+const (
+	ActionMissing       = "ACTION_MISSING"
+	ActionInvalid       = "ACTION_INVALID"
+	ProfileMissing      = "PROFILE_MISSING"
+	RuntimeUnbound      = "RUNTIME_UNBOUND"
+	VersionMismatch     = "VERSION_MISMATCH"
+	ProfileUnhealthy    = "PROFILE_UNHEALTHY"
+	ProviderUnavailable = "PROVIDER_UNAVAILABLE"
+	WorkerUnavailable   = "WORKER_UNAVAILABLE"
+)
+
+// hints are what an operator does about each reason.
+var hints = map[string]string{
+	ActionMissing:       "check the action's name, or install its bundle in --actions-dir and restart",
+	ActionInvalid:       "the bundle's files differ from its manifest: reinstall the bundle (recompute hashes from the released files) and restart",
+	ProfileMissing:      "the action names a runtime profile this Berth does not define (browser, office): upgrade Berth or fix the bundle",
+	RuntimeUnbound:      "jobs need an isolated runtime: run berth serve with --jobs-runtime container (or gvisor) on a machine that has it",
+	VersionMismatch:     "the bundle needs another runner API than this Berth's: upgrade or roll back one side",
+	ProfileUnhealthy:    "the profile's tools are missing or its sandboxes fail to start: run make deps (chromium-headless-shell, libreoffice-*-nogui) and see berth doctor and the daemon's log",
+	ProviderUnavailable: "the sandbox runtime cannot run here: see GET /v1/system and berth doctor for why",
+	WorkerUnavailable:   "no queue consumer runs on this daemon: start berth serve without --job-workers 0",
+}
+
+// bound checks the binding of jobs to a sandbox runtime.
+func (s *Service) bound() *apitype.ActionHealth {
+	if s.cfg.Runtime == "none" || s.cfg.Runtime == "process" {
+		return &apitype.ActionHealth{Reason: RuntimeUnbound,
+			Message: fmt.Sprintf("jobs are bound to no isolated runtime (--jobs-runtime %s)", s.cfg.Runtime)}
+	}
+	rt := s.runtimeNamed(s.cfg.Runtime)
+	if rt == nil {
+		return &apitype.ActionHealth{Reason: RuntimeUnbound, Message: fmt.Sprintf("runtime %q is not known", s.cfg.Runtime)}
+	}
+	if err := rt.Available(); err != nil {
+		return &apitype.ActionHealth{Reason: ProviderUnavailable,
+			Message: fmt.Sprintf("runtime %s is unavailable: %s", s.cfg.Runtime, errMessage(err))}
+	}
+	return nil
+}
+
+func (s *Service) runtimeNamed(name string) sandbox.Runtime {
+	for _, rt := range s.mgr.Runtimes() {
+		if rt.Name() == name {
+			return rt
+		}
+	}
+	return nil
+}
+
+func errMessage(err error) string {
+	var e *errcode.Error
+	if errors.As(err, &e) {
+		return e.Message
+	}
+	return err.Error()
+}
+
+// profileProblem is why a profile's runtimes cannot work, or "".
+func (s *Service) profileProblem(profile string) string {
+	switch profile {
+	case jobspec.ProfileBrowser:
+		if s.cfg.Chromium != "" {
+			if _, err := os.Stat(s.cfg.Chromium); err != nil {
+				return fmt.Sprintf("Chromium %s is missing", s.cfg.Chromium)
+			}
+		} else if findChromium() == "" {
+			return "no Chromium is installed (chromium-headless-shell or chromium)"
+		}
+	case jobspec.ProfileOffice:
+		soffice := s.cfg.Soffice
+		if soffice == "" {
+			soffice = "soffice"
+		}
+		if _, err := exec.LookPath(soffice); err != nil {
+			return fmt.Sprintf("LibreOffice (%s) is not installed", soffice)
+		}
+	}
+	if p := s.pools[profile]; p != nil {
+		if why := p.health(); why != "" {
+			return "its sandboxes fail to start: " + why
+		}
+	}
+	return ""
+}
+
+// findChromium looks for the browsers the runner would use.
+func findChromium() string {
+	for _, c := range []string{"chromium-headless-shell", "/usr/lib/chromium/chromium-headless-shell", "chromium"} {
+		if p, err := exec.LookPath(c); err == nil {
+			return p
+		}
+	}
+	return ""
+}
+
+// Health reports whether a job of action name would be accepted now, with
+// the most specific reason when not.
+func (s *Service) Health(name string) apitype.ActionHealth {
+	a, ok := s.actions[name]
+	if !ok {
+		return apitype.ActionHealth{Name: name, Reason: ActionMissing, Hint: hints[ActionMissing],
+			Message: fmt.Sprintf("no action %q is registered", name)}
+	}
+	h := apitype.ActionHealth{Name: a.spec.Name, Version: a.spec.Version, Profile: a.spec.Profile, Base: a.spec.Base,
+		Builtin: a.builtin, Description: a.spec.Description, Output: a.spec.Output, Extensions: a.spec.Inputs.Extensions}
+	fail := func(reason, format string, args ...any) apitype.ActionHealth {
+		h.Reason, h.Message, h.Hint = reason, fmt.Sprintf(format, args...), hints[reason]
+		return h
+	}
+	if a.invalid != "" {
+		return fail(ActionInvalid, "%s", a.invalid)
+	}
+	if !a.builtin {
+		// Verified at load; checked again so a bundle changed since is
+		// reported, while jobs keep using the snapshot loaded.
+		if again := loadBundle(a.dir); again.invalid != "" {
+			return fail(ActionInvalid, "%s", again.invalid)
+		}
+	}
+	if !slices.Contains(profiles, a.spec.Profile) {
+		return fail(ProfileMissing, "runtime profile %q is not defined", a.spec.Profile)
+	}
+	if a.runner != jobspec.RunnerAPI {
+		return fail(VersionMismatch, "the action needs runner API %d; this Berth's runner speaks %d", a.runner, jobspec.RunnerAPI)
+	}
+	if b := s.bound(); b != nil {
+		return fail(b.Reason, "%s", b.Message)
+	}
+	if why := s.profileProblem(a.spec.Profile); why != "" {
+		return fail(ProfileUnhealthy, "profile %s is unhealthy: %s", a.spec.Profile, why)
+	}
+	s.mu.Lock()
+	started := s.started
+	s.mu.Unlock()
+	if !s.cfg.Workers || !started {
+		return fail(WorkerUnavailable, "no queue consumer is running on this daemon")
+	}
+	h.Available = true
+	return h
+}
+
+// Actions reports every registered action's health.
+func (s *Service) Actions() []apitype.ActionHealth {
+	names := slices.Sorted(maps.Keys(s.actions))
+	out := make([]apitype.ActionHealth, 0, len(names))
+	for _, n := range names {
+		out = append(out, s.Health(n))
+	}
+	return out
+}
+
+// healthError turns an unavailable action's health into the error a
+// refused job gets.
+func healthError(h apitype.ActionHealth) error {
+	code := errcode.Unavailable
+	switch h.Reason {
+	case ActionMissing:
+		code = errcode.NotFound
+	case ActionInvalid, ProfileMissing, VersionMismatch:
+		code = errcode.Unavailable
+	}
+	msg := h.Message
+	if h.Hint != "" {
+		msg += " (" + h.Hint + ")"
+	}
+	return errcode.WithReason(code, h.Reason, "action %s is unavailable: %s", h.Name, msg)
+}
+
+// Principal is who submits or reads jobs.
+type Principal struct {
+	Tenant, User string
+	Admin        bool
+}
+
+// PutFile stores an uploaded input.
+func (s *Service) PutFile(ctx context.Context, r interface{ Read([]byte) (int, error) }, name string) (apitype.FileRef, error) {
+	if name != "" {
+		if err := jobspec.CheckName(name); err != nil {
+			return apitype.FileRef{}, errcode.InvalidFields(map[string]string{"name": err.Error()})
+		}
+	}
+	return s.blobs.Put(ctx, r, MaxInputBytes, name)
+}
+
+// Submit validates a job request, checks the action's health, and queues
+// the job; a repeat of an earlier request (same business_id and request)
+// returns that job with repeat true.
+func (s *Service) Submit(ctx context.Context, who Principal, req apitype.CreateJobRequest) (_ *Job, repeat bool, _ error) {
+	// Health first: a job that cannot run now is refused for that, with
+	// the reason the health API gives, before its inputs are looked at.
+	if h := s.Health(req.Action); !h.Available {
+		return nil, false, healthError(h)
+	}
+	a := s.actions[req.Action]
+	problems := map[string]string{}
+	if req.BusinessID != "" && (len(req.BusinessID) > 200 || strings.ContainsAny(req.BusinessID, "\x00\n\r")) {
+		problems["business_id"] = "at most 200 bytes, no control characters"
+	}
+	// Options: the bundle's defaults, overridden by the request's.
+	opts, err := mergeOptions(a.options, req.Options)
+	if err != nil {
+		problems["options"] = err.Error()
+	}
+	parsed, err := jobspec.ParseOptions(opts)
+	if err != nil {
+		problems["options"] = err.Error()
+	} else {
+		maps.Copy(problems, parsed.Validate(a.spec.Base))
+	}
+	if len(req.Inputs) == 0 {
+		problems["inputs"] = "at least one input is required"
+	}
+	if len(req.Inputs) > min(MaxInputs, a.spec.Inputs.MaxFiles) {
+		problems["inputs"] = fmt.Sprintf("at most %d inputs for %s", min(MaxInputs, a.spec.Inputs.MaxFiles), a.spec.Name)
+	}
+	for name, in := range req.Inputs {
+		if err := jobspec.CheckName(name); err != nil {
+			problems["inputs."+name] = err.Error()
+		} else if _, clash := a.files[name]; clash {
+			problems["inputs."+name] = "is a file of the action's bundle"
+		}
+		if (in.ContentBase64 == "") == (in.SHA256 == "") {
+			problems["inputs."+name] = "give exactly one of content_base64 and sha256"
+		}
+	}
+	if len(problems) == 0 {
+		if main := mainInput(a, parsed, req.Inputs); main == "" {
+			problems["inputs"] = fmt.Sprintf("%s needs a main input with one of %s (or options.main naming one)",
+				a.spec.Name, strings.Join(a.spec.Inputs.Extensions, ", "))
+		}
+	}
+	if len(problems) > 0 {
+		return nil, false, errcode.InvalidFields(problems)
+	}
+	// Store the inputs (inline ones now; uploaded ones must exist).
+	var refs []apitype.FileRef
+	var total int64
+	for _, name := range slices.Sorted(maps.Keys(req.Inputs)) {
+		in := req.Inputs[name]
+		var ref apitype.FileRef
+		if in.SHA256 != "" {
+			ref, err = s.blobs.Ref(ctx, strings.ToLower(in.SHA256))
+			if err == nil {
+				// Touch it, so the sweeper spares it until the job names it.
+				err = s.store.PutBlob(ctx, Blob{SHA256: ref.SHA256, Size: ref.Size, MIME: ref.MIME, CreatedAt: time.Now().UTC()})
+			}
+		} else {
+			var b []byte
+			b, err = base64.StdEncoding.DecodeString(in.ContentBase64)
+			if err != nil {
+				return nil, false, errcode.InvalidFields(map[string]string{"inputs." + name + ".content_base64": "is not base64"})
+			}
+			ref, err = s.blobs.Put(ctx, strings.NewReader(string(b)), MaxInputBytes, name)
+		}
+		if err != nil {
+			return nil, false, err
+		}
+		ref.Name = name
+		ref.MIME = DetectMIME(name, nil)
+		if ref.MIME == "application/octet-stream" || ref.MIME == "" {
+			if rec, err := s.store.GetBlob(ctx, ref.SHA256); err == nil {
+				ref.MIME = rec.MIME
+			}
+		}
+		total += ref.Size
+		refs = append(refs, ref)
+	}
+	if total > MaxInputBytes {
+		return nil, false, errcode.WithReason(errcode.PayloadTooLarge, "inputs_too_large",
+			"the inputs come to %d bytes; at most %d", total, MaxInputBytes)
+	}
+	digest := requestDigest(a, opts, refs)
+	if req.BusinessID != "" {
+		if j, err := s.store.JobByBusinessID(ctx, who.Tenant, req.BusinessID); err == nil {
+			return s.repeat(j, digest)
+		}
+	}
+	now := time.Now().UTC()
+	j := &Job{ID: ident.New("job_"), Action: a.spec.Name, ActionVersion: a.spec.Version, State: apitype.JobQueued,
+		Tenant: who.Tenant, Owner: who.User, BusinessID: req.BusinessID, RequestSHA256: digest, Inputs: refs,
+		Options: opts, MaxAttempts: s.cfg.MaxAttempts, CreatedAt: now, UpdatedAt: now}
+	err = s.store.InsertJob(ctx, j, apitype.JobEvent{Type: apitype.JobQueued, At: now})
+	if errcode.ReasonOf(err) == "business_id_taken" {
+		if prev, gerr := s.store.JobByBusinessID(ctx, who.Tenant, req.BusinessID); gerr == nil {
+			return s.repeat(prev, digest)
+		}
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	// Queue it. Were the daemon to die right here, recovery queues every
+	// queued job River does not hold.
+	res, err := s.river.Insert(ctx, runArgs{JobID: j.ID}, nil)
+	if err != nil {
+		_, _ = s.change(context.WithoutCancel(ctx), j.ID, Change{From: []string{apitype.JobQueued}, To: apitype.JobFailed,
+			Error: &apitype.JobError{Code: string(errcode.Unavailable), Reason: "queue_unavailable", Message: "queueing the job failed", Retryable: true}})
+		return nil, false, errcode.Wrap(errcode.Unavailable, err, "queueing the job failed")
+	}
+	j, err = s.change(ctx, j.ID, Change{NewRiver: res.Job.ID})
+	return j, false, err
+}
+
+// repeat answers a request whose business_id names an earlier job.
+func (s *Service) repeat(j *Job, digest string) (*Job, bool, error) {
+	if j.RequestSHA256 != digest {
+		return nil, false, errcode.WithReason(errcode.Conflict, "business_id_conflict",
+			"business_id %q names job %s, made from other inputs or options", j.BusinessID, j.ID)
+	}
+	return j, true, nil
+}
+
+// mainInput returns the input an action renders: options.main, the
+// action's main name, or the only input with a fitting extension.
+func mainInput(a *action, o jobspec.Options, inputs map[string]apitype.JobInput) string {
+	has := func(n string) bool {
+		_, in := inputs[n]
+		_, bundled := a.files[n]
+		return in || bundled
+	}
+	if o.Main != "" {
+		if has(o.Main) {
+			return o.Main
+		}
+		return ""
+	}
+	if m := a.spec.Inputs.Main; m != "" && has(m) {
+		return m
+	}
+	var fit []string
+	for n := range inputs {
+		if slices.Contains(a.spec.Inputs.Extensions, strings.ToLower(filepath.Ext(n))) {
+			fit = append(fit, n)
+		}
+	}
+	for n := range a.files {
+		if slices.Contains(a.spec.Inputs.Extensions, strings.ToLower(filepath.Ext(n))) {
+			fit = append(fit, n)
+		}
+	}
+	if len(fit) == 1 {
+		return fit[0]
+	}
+	return ""
+}
+
+// mergeOptions overlays the request's options on a bundle's defaults.
+func mergeOptions(defaults, req json.RawMessage) (json.RawMessage, error) {
+	if len(defaults) == 0 {
+		return req, nil
+	}
+	m := map[string]json.RawMessage{}
+	if err := json.Unmarshal(defaults, &m); err != nil {
+		return nil, err
+	}
+	if len(req) > 0 && string(req) != "null" {
+		over := map[string]json.RawMessage{}
+		if err := json.Unmarshal(req, &over); err != nil {
+			return nil, fmt.Errorf("must be a JSON object")
+		}
+		maps.Copy(m, over)
+	}
+	return json.Marshal(m)
+}
+
+// requestDigest identifies a request: action and version, options and
+// every input's name and content.
+func requestDigest(a *action, opts json.RawMessage, refs []apitype.FileRef) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00%s\x00", a.spec.Name, a.spec.Version)
+	if len(opts) > 0 {
+		var v any
+		if json.Unmarshal(opts, &v) == nil {
+			canon, _ := json.Marshal(v) // maps marshal with sorted keys
+			h.Write(canon)
+		}
+	}
+	h.Write([]byte{0})
+	for _, r := range refs {
+		fmt.Fprintf(h, "%s\x00%s\x00", r.Name, r.SHA256)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// Get returns a job the principal may see.
+func (s *Service) Get(ctx context.Context, who Principal, id string) (*Job, error) {
+	j, err := s.store.GetJob(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if !who.Admin && j.Owner != who.User {
+		return nil, errcode.WithReason(errcode.NotFound, "job_not_found", "job %q not found", id)
+	}
+	return j, nil
+}
+
+// List lists the principal's jobs (every job for an admin).
+func (s *Service) List(ctx context.Context, who Principal, f Filter) ([]*Job, error) {
+	if !who.Admin {
+		f.Owner = who.User
+	}
+	return s.store.ListJobs(ctx, f)
+}
+
+// Events returns a job's events after seq.
+func (s *Service) Events(ctx context.Context, id string, after int64) ([]apitype.JobEvent, error) {
+	return s.store.JobEvents(ctx, id, after)
+}
+
+// Subscribe returns a channel poked whenever the job has a new event.
+func (s *Service) Subscribe(id string) (<-chan struct{}, func()) {
+	ch := make(chan struct{}, 1)
+	s.mu.Lock()
+	if s.subs[id] == nil {
+		s.subs[id] = map[chan struct{}]bool{}
+	}
+	s.subs[id][ch] = true
+	s.mu.Unlock()
+	return ch, func() {
+		s.mu.Lock()
+		delete(s.subs[id], ch)
+		if len(s.subs[id]) == 0 {
+			delete(s.subs, id)
+		}
+		s.mu.Unlock()
+	}
+}
+
+// change applies a change and pokes the job's subscribers.
+func (s *Service) change(ctx context.Context, id string, c Change) (*Job, error) {
+	j, err := s.store.ChangeJob(ctx, id, c)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	for ch := range s.subs[id] {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+	s.mu.Unlock()
+	return j, nil
+}
+
+// Wait waits until the job is finished or ctx ends.
+func (s *Service) Wait(ctx context.Context, id string) (*Job, error) {
+	poke, done := s.Subscribe(id)
+	defer done()
+	for {
+		j, err := s.store.GetJob(ctx, id)
+		if err != nil || apitype.JobTerminal(j.State) {
+			return j, err
+		}
+		select {
+		case <-ctx.Done():
+			return j, ctx.Err()
+		case <-poke:
+		}
+	}
+}
+
+// Cancel cancels a job: a queued or waiting one is canceled at once and
+// leaves the queue; a starting or running one has its sandbox killed and
+// is canceled when its work returns. Canceling a canceled job is a no-op;
+// a finished one is a conflict.
+func (s *Service) Cancel(ctx context.Context, who Principal, id string) (*Job, error) {
+	j, err := s.Get(ctx, who, id)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		switch j.State {
+		case apitype.JobCanceled:
+			return j, nil
+		case apitype.JobSucceeded, apitype.JobFailed:
+			return nil, errcode.WithReason(errcode.Conflict, "job_finished", "job %s already %s", id, j.State)
+		case apitype.JobQueued, apitype.JobWaiting:
+			nj, err := s.change(ctx, id, Change{From: []string{apitype.JobQueued, apitype.JobWaiting}, To: apitype.JobCanceled,
+				Event: apitype.JobEvent{Message: "canceled before it started"}})
+			if errcode.ReasonOf(err) == "job_state" {
+				j, err = s.store.GetJob(ctx, id)
+				if err != nil {
+					return nil, err
+				}
+				continue // it moved on: look again
+			}
+			if err != nil {
+				return nil, err
+			}
+			if j.RiverID != 0 {
+				if _, err := s.river.JobCancel(ctx, j.RiverID); err != nil && !errors.Is(err, river.ErrNotFound) {
+					s.log.Warn("removing a canceled job from the queue", "job_id", id, "err", err)
+				}
+			}
+			return nj, nil
+		default: // starting, running
+			s.mu.Lock()
+			cancel := s.running[id]
+			s.mu.Unlock()
+			if cancel == nil {
+				// Between the states: the work has not registered yet or
+				// just ended. Look again shortly.
+				time.Sleep(10 * time.Millisecond)
+				if j, err = s.store.GetJob(ctx, id); err != nil {
+					return nil, err
+				}
+				continue
+			}
+			cancel(errCanceled)
+			return s.Wait(ctx, id)
+		}
+	}
+}
+
+var errCanceled = errors.New("canceled by request")

@@ -1,0 +1,447 @@
+package jobs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/berthdev/berth/internal/apitype"
+	"github.com/berthdev/berth/internal/docfmt"
+	"github.com/berthdev/berth/internal/errcode"
+	"github.com/berthdev/berth/internal/jobspec"
+)
+
+type riverJobRow = rivertype.JobRow
+
+// runArgs is a queue job: it carries the job's ID only; the job itself
+// (inputs, options) is in the jobs table, its files in the blob store.
+type runArgs struct {
+	JobID string `json:"job_id"`
+}
+
+func (runArgs) Kind() string { return "berth_job" }
+
+type worker struct {
+	river.WorkerDefaults[runArgs]
+	s *Service
+}
+
+func (w *worker) Work(ctx context.Context, rj *river.Job[runArgs]) error {
+	return w.s.work(ctx, rj.ID, rj.Args.JobID)
+}
+
+// failure is how one attempt ended badly.
+type failure struct {
+	apitype.JobError
+	cause error
+}
+
+func (f *failure) Error() string { return f.Reason + ": " + f.Message }
+
+func fail(code errcode.Code, reason string, retryable bool, format string, args ...any) *failure {
+	return &failure{JobError: apitype.JobError{Code: string(code), Reason: reason, Message: fmt.Sprintf(format, args...),
+		Retryable: retryable}}
+}
+
+// work runs one attempt of a job for queue job riverID. Its result tells
+// River what to do: nil (done, whatever the job's outcome), a snooze
+// (waiting for capacity: no attempt used) or an error (retry later).
+func (s *Service) work(ctx context.Context, riverID int64, id string) error {
+	j, err := s.store.GetJob(ctx, id)
+	if errcode.Is(err, errcode.NotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if j.RiverID != riverID || (j.State != apitype.JobQueued && j.State != apitype.JobWaiting) {
+		return nil // finished, canceled, or another queue job has it
+	}
+	a := s.actions[j.Action]
+	if a == nil || a.invalid != "" {
+		_, err := s.change(ctx, id, Change{From: []string{apitype.JobQueued, apitype.JobWaiting}, RiverID: riverID,
+			To: apitype.JobFailed, Error: &apitype.JobError{Code: string(errcode.Unavailable), Reason: ActionMissing,
+				Message: fmt.Sprintf("action %s is gone or invalid", j.Action)}})
+		return ignoreState(err)
+	}
+	prof := s.profiles[a.spec.Profile]
+
+	workCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	s.mu.Lock()
+	s.running[id] = cancel
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.running, id)
+		s.mu.Unlock()
+	}()
+
+	// Capacity: over a bound, wait without using an attempt.
+	s.admitMu.Lock()
+	global, tenant, user, err := s.store.ActiveJobs(ctx, j.Tenant, j.Owner)
+	if err != nil {
+		s.admitMu.Unlock()
+		return err
+	}
+	c := s.cfg.Capacity
+	if global >= c.Global || tenant >= c.Tenant || user >= c.User {
+		s.admitMu.Unlock()
+		if j.State == apitype.JobQueued {
+			msg := fmt.Sprintf("waiting for capacity (%d/%d running in all, %d/%d for the tenant, %d/%d for the user)",
+				global, c.Global, tenant, c.Tenant, user, c.User)
+			if _, err := s.change(ctx, id, Change{From: []string{apitype.JobQueued}, RiverID: riverID, To: apitype.JobWaiting,
+				Event: apitype.JobEvent{Message: msg}}); err != nil {
+				return ignoreState(err)
+			}
+		}
+		return river.JobSnooze(250 * time.Millisecond)
+	}
+	attempt := j.Attempt + 1
+	j, err = s.change(ctx, id, Change{From: []string{apitype.JobQueued, apitype.JobWaiting}, RiverID: riverID,
+		To: apitype.JobStarting, Attempt: &attempt})
+	s.admitMu.Unlock()
+	if err != nil {
+		return ignoreState(err)
+	}
+
+	hard, stopHard := context.WithTimeoutCause(workCtx, prof.HardDeadline, errHardDeadline)
+	defer stopHard()
+	outputs, blocked, ferr := s.attempt(hard, j, a, prof)
+	if ferr == nil {
+		_, err := s.change(context.WithoutCancel(ctx), id, Change{From: []string{apitype.JobRunning}, RiverID: riverID,
+			To: apitype.JobSucceeded, Outputs: outputs, Blocked: blocked})
+		return ignoreState(err)
+	}
+	// The attempt failed: canceled, retryable, or for good.
+	finalCtx := context.WithoutCancel(ctx)
+	from := []string{apitype.JobStarting, apitype.JobRunning}
+	if errors.Is(context.Cause(workCtx), errCanceled) {
+		_, err := s.change(finalCtx, id, Change{From: from, RiverID: riverID, To: apitype.JobCanceled, Blocked: blocked,
+			Event: apitype.JobEvent{Message: "canceled while " + j.State + "; its sandbox was killed"}})
+		return ignoreState(err)
+	}
+	if ctx.Err() != nil {
+		// The daemon is stopping: the next start requeues the job.
+		return ctx.Err()
+	}
+	jerr := ferr.JobError
+	if !jerr.Retryable || attempt >= j.MaxAttempts {
+		_, err := s.change(finalCtx, id, Change{From: from, RiverID: riverID, To: apitype.JobFailed, Error: &jerr, Blocked: blocked})
+		return ignoreState(err)
+	}
+	if _, err := s.change(finalCtx, id, Change{From: from, RiverID: riverID, To: apitype.JobQueued,
+		Event: apitype.JobEvent{Message: fmt.Sprintf("attempt %d failed (%s: %s); retrying", attempt, jerr.Reason, jerr.Message), Error: &jerr}}); err != nil {
+		return ignoreState(err)
+	}
+	return ferr // River retries it after its backoff
+}
+
+var errHardDeadline = errors.New("the job's hard deadline passed")
+
+// ignoreState turns "the job moved on under us" into success: someone
+// else (a cancel, a newer queue job) owns the outcome.
+func ignoreState(err error) error {
+	if errcode.ReasonOf(err) == "job_state" || errcode.Is(err, errcode.NotFound) {
+		return nil
+	}
+	return err
+}
+
+// attempt runs the job once in a fresh sandbox and returns its stored,
+// validated outputs.
+func (s *Service) attempt(ctx context.Context, j *Job, a *action, prof Profile) (_ []apitype.FileRef, blocked []string, _ *failure) {
+	rt, err := s.pools[a.spec.Profile].take(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, nil, ctxFailure(ctx)
+		}
+		return nil, nil, &failure{JobError: apitype.JobError{Code: string(errcode.Unavailable), Reason: "runtime_start",
+			Message: errMessage(err), Retryable: true}, cause: err}
+	}
+	defer s.discard(rt)
+	sandboxID := rt.sandboxID
+	if _, err := s.change(ctx, j.ID, Change{SandboxID: &sandboxID,
+		Event: apitype.JobEvent{Type: "progress", Percent: 10, Message: "sandbox " + sandboxID + " ready"}}); err != nil {
+		return nil, nil, ctxFailure(ctx)
+	}
+	// Stage the bundle's files and the inputs.
+	for name, b := range a.files {
+		if err := rt.agent.WriteFile(ctx, path.Join("in", name), b, 0o644); err != nil {
+			return nil, nil, stageFailure(ctx, err)
+		}
+	}
+	for _, in := range j.Inputs {
+		if err := s.stage(ctx, rt, in); err != nil {
+			return nil, nil, stageFailure(ctx, err)
+		}
+	}
+	if _, err := s.change(ctx, j.ID, Change{From: []string{apitype.JobStarting}, To: apitype.JobRunning,
+		Event: apitype.JobEvent{Message: "inputs staged; rendering"}}); err != nil {
+		return nil, nil, ctxFailure(ctx)
+	}
+	opts, _ := jobspec.ParseOptions(j.Options)
+	req := jobspec.Request{Action: a.spec.Base, Options: opts, TimeoutMS: prof.Timeout.Milliseconds()}
+	req.Main = mainInput(a, opts, inputNames(j.Inputs))
+	resp, err := runnerRequest(ctx, rt.agent, http.MethodPost, "/run", req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, nil, ctxFailure(ctx)
+		}
+		return nil, nil, &failure{JobError: apitype.JobError{Code: string(errcode.Unavailable), Reason: "runtime_lost",
+			Message: "the job's sandbox stopped answering (out of memory?)", Retryable: true}, cause: err}
+	}
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		var f jobspec.Failure
+		if json.Unmarshal(body, &f) != nil || f.Reason == "" {
+			return nil, nil, fail(errcode.Unavailable, "runtime_lost", true, "the runner answered %s: %s", resp.Status, tail(string(body), 200))
+		}
+		code := errcode.Invalid
+		switch {
+		case f.Reason == "timeout":
+			code = errcode.DeadlineExceeded
+		case f.Retryable:
+			code = errcode.Unavailable
+		}
+		return nil, nil, &failure{JobError: apitype.JobError{Code: string(code), Reason: f.Reason, Message: f.Message, Retryable: f.Retryable}}
+	}
+	var res jobspec.Result
+	if err := json.Unmarshal(body, &res); err != nil || len(res.Outputs) == 0 {
+		return nil, nil, fail(errcode.Internal, "invalid_output", false, "the runner returned no outputs")
+	}
+	if _, err := s.change(ctx, j.ID, Change{Event: apitype.JobEvent{Type: "progress", Percent: 80, Message: "rendered; validating"}}); err != nil {
+		return nil, res.Blocked, ctxFailure(ctx)
+	}
+	var outs []apitype.FileRef
+	var total int64
+	for _, o := range res.Outputs {
+		ref, f := s.collect(ctx, rt, o, MaxOutputBytes-total)
+		if f != nil {
+			return nil, res.Blocked, f
+		}
+		total += ref.Size
+		outs = append(outs, ref)
+	}
+	return outs, res.Blocked, nil
+}
+
+func inputNames(refs []apitype.FileRef) map[string]apitype.JobInput {
+	m := map[string]apitype.JobInput{}
+	for _, r := range refs {
+		m[r.Name] = apitype.JobInput{SHA256: r.SHA256}
+	}
+	return m
+}
+
+// stage copies one input from the blob store into the sandbox.
+func (s *Service) stage(ctx context.Context, rt *runtime, in apitype.FileRef) error {
+	f, err := s.blobs.Open(in.SHA256)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	q := url.Values{"path": {path.Join("in", in.Name)}, "mode": {"644"}}
+	resp, err := rt.agent.Do(ctx, http.MethodPut, "/v1/files/content", q, f)
+	if err != nil {
+		return err
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	return resp.Body.Close()
+}
+
+func stageFailure(ctx context.Context, err error) *failure {
+	if ctx.Err() != nil {
+		return ctxFailure(ctx)
+	}
+	if errcode.Is(err, errcode.PayloadTooLarge) {
+		return &failure{JobError: apitype.JobError{Code: string(errcode.PayloadTooLarge), Reason: "input_too_large",
+			Message: errMessage(err)}, cause: err}
+	}
+	return &failure{JobError: apitype.JobError{Code: string(errcode.Unavailable), Reason: "runtime_lost",
+		Message: "staging the inputs failed: " + errMessage(err), Retryable: true}, cause: err}
+}
+
+// ctxFailure says why ctx ended: the hard deadline (retryable) or a
+// cancel (the caller turns that into canceled).
+func ctxFailure(ctx context.Context) *failure {
+	if errors.Is(context.Cause(ctx), errHardDeadline) {
+		return fail(errcode.DeadlineExceeded, "timeout", true, "the job passed its hard deadline; its sandbox was killed")
+	}
+	return fail(errcode.Canceled, "canceled", false, "canceled")
+}
+
+// collect copies one output out of the sandbox into the blob store and
+// validates it.
+func (s *Service) collect(ctx context.Context, rt *runtime, o jobspec.Output, room int64) (apitype.FileRef, *failure) {
+	if err := jobspec.CheckName(o.Name); err != nil || strings.Contains(o.Name, "/") {
+		return apitype.FileRef{}, fail(errcode.Internal, "invalid_output", false, "the runner named an output %q", o.Name)
+	}
+	resp, err := rt.agent.Do(ctx, http.MethodGet, "/v1/files/content", url.Values{"path": {path.Join("out", o.Name)}}, nil)
+	if err != nil {
+		if ctx.Err() != nil {
+			return apitype.FileRef{}, ctxFailure(ctx)
+		}
+		return apitype.FileRef{}, fail(errcode.Unavailable, "runtime_lost", true, "reading output %s failed: %s", o.Name, errMessage(err))
+	}
+	defer resp.Body.Close()
+	ref, err := s.blobs.Put(ctx, resp.Body, room, o.Name)
+	if errcode.Is(err, errcode.PayloadTooLarge) {
+		return apitype.FileRef{}, fail(errcode.PayloadTooLarge, "output_too_large", false,
+			"the outputs come to more than %d bytes", MaxOutputBytes)
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return apitype.FileRef{}, ctxFailure(ctx)
+		}
+		return apitype.FileRef{}, fail(errcode.Unavailable, "runtime_lost", true, "reading output %s failed: %s", o.Name, errMessage(err))
+	}
+	ref.MIME = o.MIME
+	pages, verr := s.validate(ref)
+	if verr != nil {
+		return apitype.FileRef{}, fail(errcode.Invalid, "invalid_output", false, "output %s is not valid: %v", o.Name, verr)
+	}
+	ref.Pages = pages
+	return ref, nil
+}
+
+// validate checks an output's structure by its type and returns its page
+// (or slide) count.
+func (s *Service) validate(ref apitype.FileRef) (int, error) {
+	f, err := s.blobs.Open(ref.SHA256)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	switch {
+	case strings.HasPrefix(ref.MIME, "application/pdf"):
+		return docfmt.PDF(f, ref.Size)
+	case strings.HasPrefix(ref.MIME, "image/png"):
+		_, _, err := docfmt.PNG(f)
+		return 0, err
+	case strings.Contains(ref.MIME, "presentationml"):
+		return docfmt.PPTX(f, ref.Size)
+	}
+	return 0, fmt.Errorf("unexpected type %s", ref.MIME)
+}
+
+// recover makes every unfinished job runnable again after a restart: a
+// job that was starting or running lost its attempt (its sandbox is
+// deleted) and is queued again, or failed if that was its last; a queued
+// job whose queue job is gone gets a new one.
+func (s *Service) recover(ctx context.Context) error {
+	open, err := s.store.JobsInStates(ctx, apitype.JobQueued, apitype.JobWaiting, apitype.JobStarting, apitype.JobRunning)
+	if err != nil {
+		return err
+	}
+	for _, j := range open {
+		if j.SandboxID != "" && (j.State == apitype.JobStarting || j.State == apitype.JobRunning) {
+			if err := s.mgr.Delete(ctx, j.SandboxID); err != nil && !errcode.Is(err, errcode.NotFound) {
+				s.log.Warn("deleting an interrupted job's sandbox", "job_id", j.ID, "sandbox_id", j.SandboxID, "err", err)
+			}
+		}
+		switch j.State {
+		case apitype.JobStarting, apitype.JobRunning:
+			if j.Attempt >= j.MaxAttempts {
+				_, err = s.change(ctx, j.ID, Change{From: []string{j.State}, To: apitype.JobFailed,
+					Error: &apitype.JobError{Code: string(errcode.Unavailable), Reason: "interrupted",
+						Message: "the daemon stopped during the job's last attempt", Retryable: true}})
+				if err != nil {
+					return err
+				}
+				continue
+			}
+		default:
+			if j.RiverID != 0 {
+				if rj, err := s.river.JobGet(ctx, j.RiverID); err == nil && !finalized(rj.State) {
+					continue // still queued in River
+				}
+			}
+		}
+		res, err := s.river.Insert(ctx, runArgs{JobID: j.ID}, nil)
+		if err != nil {
+			return err
+		}
+		msg := "queued again after a daemon restart"
+		if j.State == apitype.JobStarting || j.State == apitype.JobRunning {
+			msg = fmt.Sprintf("attempt %d was interrupted by a daemon restart; queued again", j.Attempt)
+		}
+		if _, err := s.change(ctx, j.ID, Change{From: []string{j.State}, To: apitype.JobQueued, NewRiver: res.Job.ID,
+			Event: apitype.JobEvent{Type: apitype.JobQueued, Message: msg}}); err != nil {
+			return err
+		}
+		s.log.Info("recovered a job", "job_id", j.ID, "was", j.State)
+	}
+	return nil
+}
+
+func finalized(st rivertype.JobState) bool {
+	return st == rivertype.JobStateCompleted || st == rivertype.JobStateCancelled || st == rivertype.JobStateDiscarded
+}
+
+// sweep removes, every minute: job sandboxes nobody holds (left by a
+// crash), temporary files, and blobs no job uses an hour after upload.
+func (s *Service) sweep(ctx context.Context) {
+	for {
+		s.sweepOnce(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Minute):
+		}
+	}
+}
+
+// sweepOnce is one pass of the sweeper.
+func (s *Service) sweepOnce(ctx context.Context) {
+	s.blobs.clearTemp(time.Hour)
+	unused, err := s.store.UnusedBlobs(ctx, time.Now().Add(-BlobGrace))
+	if err != nil {
+		return
+	}
+	for _, sha := range unused {
+		if err := s.store.DeleteBlob(ctx, sha); err != nil {
+			continue
+		}
+		if err := s.blobs.remove(sha); err != nil && !errors.Is(err, os.ErrNotExist) {
+			s.log.Warn("removing an unused file", "sha256", sha, "err", err)
+		}
+	}
+	s.sweepSandboxes(ctx)
+}
+
+// BlobGrace is how long an upload no job names is kept.
+var BlobGrace = time.Hour
+
+// sweepSandboxes deletes job sandboxes no pool and no job holds: those a
+// crashed daemon left, or a teardown that failed.
+func (s *Service) sweepSandboxes(ctx context.Context) {
+	all, err := s.mgr.Internal(ctx, "job-")
+	if err != nil {
+		return
+	}
+	for _, sb := range all {
+		s.mu.Lock()
+		held := s.held[sb.ID]
+		s.mu.Unlock()
+		if held || time.Since(sb.CreatedAt) < 2*time.Minute {
+			continue
+		}
+		s.log.Info("deleting an orphaned job sandbox", "sandbox_id", sb.ID)
+		if err := s.mgr.Delete(ctx, sb.ID); err != nil && !errcode.Is(err, errcode.NotFound) {
+			s.log.Warn("deleting an orphaned job sandbox", "sandbox_id", sb.ID, "err", err)
+		}
+	}
+}

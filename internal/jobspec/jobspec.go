@@ -1,0 +1,322 @@
+// Package jobspec is the contract between the daemon, which queues and
+// supervises sandbox jobs, and the runner, which does one job's work inside
+// a fresh sandbox: the built-in actions, their options and how they are
+// checked, and the runner's small HTTP API.
+//
+// Both sides validate options with the same code, so a job the daemon
+// accepts is one the runner can run, and invalid options are refused
+// before anything is queued.
+package jobspec
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// RunnerAPI is the version of the runner protocol this binary speaks. An
+// action bundle that needs another is VERSION_MISMATCH.
+const RunnerAPI = 1
+
+// RunnerPort is where the runner listens inside a job sandbox (its own
+// network namespace: loopback only).
+const RunnerPort = 7777
+
+// Paths inside a job sandbox.
+const (
+	InputDir  = "/workspace/in"
+	OutputDir = "/workspace/out"
+)
+
+// Profiles: the runtime a job's sandbox needs.
+const (
+	ProfileBrowser = "browser" // Chromium, already up in pooled sandboxes
+	ProfileOffice  = "office"  // LibreOffice, one process per job
+)
+
+// Built-in action names.
+const (
+	HTMLPDF     = "html-pdf"
+	HTMLPNG     = "html-png"
+	HTMLPPTX    = "html-pptx"
+	MarkdownPDF = "markdown-pdf"
+	OfficePDF   = "office-pdf"
+)
+
+// Action is a registered kind of work.
+type Action struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+	Profile string `json:"profile"`
+	// Base is the built-in action an external bundle builds on; for
+	// built-ins it equals Name.
+	Base string `json:"base"`
+	// Inputs says what files the action takes.
+	Inputs InputSchema `json:"inputs"`
+	// Output is the MIME type of the action's main output.
+	Output      string `json:"output"`
+	Description string `json:"description"`
+}
+
+// InputSchema describes an action's input files.
+type InputSchema struct {
+	// Main is the input rendered or converted; "" means the single input,
+	// or index.html among several for HTML actions.
+	Main string `json:"main,omitempty"`
+	// Extensions the main input may have (lower case, with the dot).
+	Extensions []string `json:"extensions"`
+	MaxFiles   int      `json:"max_files"`
+}
+
+// Builtins are the actions every Berth has.
+var Builtins = []Action{
+	{Name: HTMLPDF, Version: "1.0.0", Profile: ProfileBrowser, Base: HTMLPDF, Output: "application/pdf",
+		Inputs:      InputSchema{Main: "index.html", Extensions: []string{".html", ".htm"}, MaxFiles: 256},
+		Description: "HTML (with its assets) to PDF through Chromium's printToPDF"},
+	{Name: HTMLPNG, Version: "1.0.0", Profile: ProfileBrowser, Base: HTMLPNG, Output: "image/png",
+		Inputs:      InputSchema{Main: "index.html", Extensions: []string{".html", ".htm"}, MaxFiles: 256},
+		Description: "HTML (with its assets) to a PNG screenshot, viewport or full page"},
+	{Name: HTMLPPTX, Version: "1.0.0", Profile: ProfileBrowser, Base: HTMLPPTX,
+		Output:      "application/vnd.openxmlformats-officedocument.presentationml.presentation",
+		Inputs:      InputSchema{Main: "index.html", Extensions: []string{".html", ".htm"}, MaxFiles: 256},
+		Description: "HTML slides to PPTX: one exact image per slide, speaker notes kept"},
+	{Name: MarkdownPDF, Version: "1.0.0", Profile: ProfileBrowser, Base: MarkdownPDF, Output: "application/pdf",
+		Inputs:      InputSchema{Extensions: []string{".md", ".markdown"}, MaxFiles: 256},
+		Description: "Markdown (CommonMark with tables) to PDF through Chromium"},
+	{Name: OfficePDF, Version: "1.0.0", Profile: ProfileOffice, Base: OfficePDF, Output: "application/pdf",
+		Inputs: InputSchema{Extensions: []string{".docx", ".doc", ".odt", ".rtf", ".xlsx", ".xls", ".ods",
+			".csv", ".pptx", ".ppt", ".odp", ".txt"}, MaxFiles: 1},
+		Description: "Office documents to PDF through LibreOffice"},
+}
+
+// Builtin returns the built-in action called name.
+func Builtin(name string) (Action, bool) {
+	for _, a := range Builtins {
+		if a.Name == name {
+			return a, true
+		}
+	}
+	return Action{}, false
+}
+
+// Options are every action's options; each action reads the ones it
+// knows and Validate refuses the ones it does not.
+type Options struct {
+	// Paper and layout (PDF actions). Sizes in inches, as printToPDF.
+	Paper           string   `json:"paper,omitempty"` // A3, A4, A5, Letter, Legal, Tabloid
+	PaperWidth      float64  `json:"paper_width,omitempty"`
+	PaperHeight     float64  `json:"paper_height,omitempty"`
+	MarginTop       *float64 `json:"margin_top,omitempty"`
+	MarginBottom    *float64 `json:"margin_bottom,omitempty"`
+	MarginLeft      *float64 `json:"margin_left,omitempty"`
+	MarginRight     *float64 `json:"margin_right,omitempty"`
+	Landscape       bool     `json:"landscape,omitempty"`
+	Scale           float64  `json:"scale,omitempty"` // 0.1-2, default 1
+	PrintBackground bool     `json:"print_background,omitempty"`
+	HeaderTemplate  string   `json:"header_template,omitempty"`
+	FooterTemplate  string   `json:"footer_template,omitempty"`
+	PageRanges      string   `json:"page_ranges,omitempty"` // "1-3,5"
+	PreferCSSPage   bool     `json:"prefer_css_page_size,omitempty"`
+
+	// Viewport (PNG and PPTX), in CSS pixels.
+	Width             int     `json:"width,omitempty"`
+	Height            int     `json:"height,omitempty"`
+	DeviceScaleFactor float64 `json:"device_scale_factor,omitempty"` // 1-4
+	FullPage          bool    `json:"full_page,omitempty"`
+
+	// Slides (PPTX): one per element matching SlideSelector, or one per
+	// viewport-sized page of the document when it matches nothing or is
+	// "page". Notes come from each slide's NotesSelector element.
+	SlideSelector string `json:"slide_selector,omitempty"` // default "section"
+	NotesSelector string `json:"notes_selector,omitempty"` // default "aside.notes"
+
+	// Waits before rendering (HTML actions).
+	WaitForSelector string `json:"wait_for_selector,omitempty"`
+	WaitNetworkIdle bool   `json:"wait_network_idle,omitempty"`
+	WaitDelayMS     int    `json:"wait_delay_ms,omitempty"` // at most 10000
+
+	// Main names the input to render when there are several.
+	Main string `json:"main,omitempty"`
+}
+
+// Limits on options.
+const (
+	MaxTemplateBytes = 64 << 10
+	MaxViewport      = 8192
+	MaxWaitDelayMS   = 10_000
+)
+
+// Papers are the named paper sizes, in inches (portrait).
+var Papers = map[string][2]float64{
+	"a3": {11.69, 16.54}, "a4": {8.27, 11.69}, "a5": {5.83, 8.27},
+	"letter": {8.5, 11}, "legal": {8.5, 14}, "tabloid": {11, 17},
+}
+
+var pageRangesRE = regexp.MustCompile(`^\s*\d+(\s*-\s*\d+)?(\s*,\s*\d+(\s*-\s*\d+)?)*\s*$`)
+
+// ParseOptions decodes raw options strictly: an unknown field is an error
+// that names it.
+func ParseOptions(raw json.RawMessage) (Options, error) {
+	var o Options
+	if len(raw) == 0 || string(raw) == "null" {
+		return o, nil
+	}
+	dec := json.NewDecoder(strings.NewReader(string(raw)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&o); err != nil {
+		return o, fmt.Errorf("options: %v", err)
+	}
+	return o, nil
+}
+
+// Validate returns the options' problems for action base, by field
+// ("options.scale": "must be between 0.1 and 2").
+func (o *Options) Validate(base string) map[string]string {
+	p := map[string]string{}
+	pdf := base == HTMLPDF || base == MarkdownPDF
+	shot := base == HTMLPNG || base == HTMLPPTX
+	html := pdf || shot
+	only := func(ok bool, field string, set bool) {
+		if set && !ok {
+			p["options."+field] = "is not an option of " + base
+		}
+	}
+	only(pdf, "paper", o.Paper != "")
+	only(pdf, "paper_width", o.PaperWidth != 0)
+	only(pdf, "paper_height", o.PaperHeight != 0)
+	only(pdf, "margin_top", o.MarginTop != nil)
+	only(pdf, "margin_bottom", o.MarginBottom != nil)
+	only(pdf, "margin_left", o.MarginLeft != nil)
+	only(pdf, "margin_right", o.MarginRight != nil)
+	only(pdf, "landscape", o.Landscape)
+	only(pdf, "scale", o.Scale != 0)
+	only(pdf, "print_background", o.PrintBackground)
+	only(pdf, "header_template", o.HeaderTemplate != "")
+	only(pdf, "footer_template", o.FooterTemplate != "")
+	only(pdf, "page_ranges", o.PageRanges != "")
+	only(pdf, "prefer_css_page_size", o.PreferCSSPage)
+	only(shot, "width", o.Width != 0)
+	only(shot, "height", o.Height != 0)
+	only(shot, "device_scale_factor", o.DeviceScaleFactor != 0)
+	only(base == HTMLPNG, "full_page", o.FullPage)
+	only(base == HTMLPPTX, "slide_selector", o.SlideSelector != "")
+	only(base == HTMLPPTX, "notes_selector", o.NotesSelector != "")
+	only(html, "wait_for_selector", o.WaitForSelector != "")
+	only(html, "wait_network_idle", o.WaitNetworkIdle)
+	only(html, "wait_delay_ms", o.WaitDelayMS != 0)
+
+	if o.Paper != "" {
+		if _, ok := Papers[strings.ToLower(o.Paper)]; !ok {
+			p["options.paper"] = "must be one of A3, A4, A5, Letter, Legal, Tabloid"
+		}
+		if o.PaperWidth != 0 || o.PaperHeight != 0 {
+			p["options.paper"] = "give paper or paper_width and paper_height, not both"
+		}
+	}
+	for field, v := range map[string]float64{"paper_width": o.PaperWidth, "paper_height": o.PaperHeight} {
+		if v != 0 && (v < 1 || v > 100) {
+			p["options."+field] = "must be between 1 and 100 inches"
+		}
+	}
+	for field, v := range map[string]*float64{"margin_top": o.MarginTop, "margin_bottom": o.MarginBottom,
+		"margin_left": o.MarginLeft, "margin_right": o.MarginRight} {
+		if v != nil && (*v < 0 || *v > 10) {
+			p["options."+field] = "must be between 0 and 10 inches"
+		}
+	}
+	if o.Scale != 0 && (o.Scale < 0.1 || o.Scale > 2) {
+		p["options.scale"] = "must be between 0.1 and 2"
+	}
+	if len(o.HeaderTemplate) > MaxTemplateBytes {
+		p["options.header_template"] = fmt.Sprintf("at most %d bytes", MaxTemplateBytes)
+	}
+	if len(o.FooterTemplate) > MaxTemplateBytes {
+		p["options.footer_template"] = fmt.Sprintf("at most %d bytes", MaxTemplateBytes)
+	}
+	if o.PageRanges != "" && !pageRangesRE.MatchString(o.PageRanges) {
+		p["options.page_ranges"] = `must look like "1-3,5"`
+	}
+	for field, v := range map[string]int{"width": o.Width, "height": o.Height} {
+		if v != 0 && (v < 16 || v > MaxViewport) {
+			p["options."+field] = fmt.Sprintf("must be between 16 and %d pixels", MaxViewport)
+		}
+	}
+	if o.DeviceScaleFactor != 0 && (o.DeviceScaleFactor < 1 || o.DeviceScaleFactor > 4) {
+		p["options.device_scale_factor"] = "must be between 1 and 4"
+	}
+	for field, v := range map[string]string{"slide_selector": o.SlideSelector, "notes_selector": o.NotesSelector,
+		"wait_for_selector": o.WaitForSelector} {
+		if len(v) > 1024 {
+			p["options."+field] = "at most 1024 bytes"
+		}
+	}
+	if o.WaitDelayMS < 0 || o.WaitDelayMS > MaxWaitDelayMS {
+		p["options.wait_delay_ms"] = fmt.Sprintf("must be between 0 and %d", MaxWaitDelayMS)
+	}
+	if o.Main != "" {
+		if err := CheckName(o.Main); err != nil {
+			p["options.main"] = err.Error()
+		}
+	}
+	return p
+}
+
+// CheckName checks an input or output file name: a relative path of
+// plain segments (letters, digits, '.', '_', '-', ' '), no "..", at most
+// 255 bytes.
+func CheckName(name string) error {
+	if name == "" || len(name) > 255 || strings.HasPrefix(name, "/") {
+		return fmt.Errorf("must be a relative path of 1-255 bytes")
+	}
+	for seg := range strings.SplitSeq(name, "/") {
+		if seg == "" || seg == "." || seg == ".." || !nameSegRE.MatchString(seg) {
+			return fmt.Errorf("%q: segments are letters, digits, '.', '_', '-' or ' ', not '.' or '..'", name)
+		}
+	}
+	return nil
+}
+
+var nameSegRE = regexp.MustCompile(`^[A-Za-z0-9._ -]{1,128}$`)
+
+// Request asks the runner for one job's work: the inputs are already in
+// InputDir; the runner writes its outputs into OutputDir.
+type Request struct {
+	Action  string  `json:"action"` // a built-in action (a bundle's base)
+	Main    string  `json:"main"`   // the input to render, relative to InputDir
+	Options Options `json:"options"`
+	// TimeoutMS bounds the work; the daemon kills the sandbox at its own
+	// hard deadline regardless.
+	TimeoutMS int64 `json:"timeout_ms"`
+}
+
+// Output is one file the runner wrote into OutputDir.
+type Output struct {
+	Name  string `json:"name"`
+	MIME  string `json:"mime"`
+	Pages int    `json:"pages,omitempty"` // PDF pages or PPTX slides
+}
+
+// Result is the runner's answer to a successful Request.
+type Result struct {
+	Outputs []Output `json:"outputs"`
+	// Blocked lists requests the page made that were refused (file:,
+	// private addresses, anything not among the inputs), at most 100.
+	Blocked []string `json:"blocked,omitempty"`
+}
+
+// Failure is the runner's answer to a failed Request (status 4xx for
+// deterministic failures, 5xx for retryable ones).
+type Failure struct {
+	Reason    string `json:"reason"` // invalid_input, render_failed, timeout, browser_launch...
+	Message   string `json:"message"`
+	Retryable bool   `json:"retryable"`
+}
+
+// Health is the runner's answer to GET /healthz.
+type Health struct {
+	RunnerAPI int    `json:"runner_api"`
+	Profile   string `json:"profile"`
+	Chromium  string `json:"chromium,omitempty"` // the browser's version, once up
+	Office    string `json:"office,omitempty"`   // soffice's path
+}

@@ -1,0 +1,378 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	cdpbrowser "github.com/chromedp/cdproto/browser"
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/css"
+	"github.com/chromedp/cdproto/dom"
+	"github.com/chromedp/cdproto/fetch"
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/target"
+	"github.com/chromedp/chromedp"
+)
+
+// chrome is the runner's browser: one Chromium, one blank tab made ahead
+// for the next job, and the interception of every request.
+type chrome struct {
+	log     *slog.Logger
+	ctx     context.Context // the chromedp context of the browser's first tab
+	cancel  context.CancelFunc
+	lost    <-chan struct{} // closed when the browser is gone
+	version string
+	pid     int
+
+	// site is the job whose requests are served; nil between jobs, when
+	// every request is refused.
+	site atomic.Pointer[site]
+
+	// next holds the tab the next job uses, made after the previous job.
+	next chan tabResult
+
+	// closing is set by close: the browser's end is no crash then.
+	closing atomic.Bool
+	lean bool
+	// crashMu guards crashed: why the browser is gone, once it is.
+	crashMu sync.Mutex
+	crashed string
+
+	wg sync.WaitGroup // the interception loop, tab makers and closers
+}
+
+// tab is one job's page.
+type tab struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	id     target.ID
+}
+
+type tabResult struct {
+	t   *tab
+	err error
+}
+
+// warmURL is the blank page a tab made ahead shows, between jobs only.
+const warmURL = "http://" + siteHost + "/"
+
+// interceptWorkers bounds the requests answered at once.
+const interceptWorkers = 8
+
+// allocatorOptions are the flags of the runner's browser. The sandbox is
+// the container: no network, seccomp, not root; Chromium's own sandbox
+// cannot nest in it.
+func allocatorOptions(exe string) []chromedp.ExecAllocatorOption {
+	return append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(exe),
+		chromedp.NoSandbox,
+		chromedp.Headless,
+		chromedp.DisableGPU,
+		// /dev/shm is large in job sandboxes; the default list turns it off.
+		chromedp.Flag("disable-dev-shm-usage", false),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("no-first-run", true),
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("hide-scrollbars", true),
+		chromedp.Flag("mute-audio", true),
+		// Pages may not open windows (the default list allows it).
+		chromedp.Flag("disable-popup-blocking", false),
+		// Behind the interception, a second wall: anything that escapes it
+		// (a WebSocket, say, which Fetch does not see) goes to a proxy that
+		// is not there, loopback included.
+		chromedp.Flag("proxy-server", "http://127.0.0.1:9"),
+		chromedp.Flag("proxy-bypass-list", "<-loopback>"),
+		chromedp.Flag("force-webrtc-ip-handling-policy", "disable_non_proxied_udp"),
+		// chromedp puts the profile in a new directory under os.TempDir()
+		// and removes it, and any process left on it, when the browser ends.
+	)
+}
+
+// startChrome launches Chromium, turns on the interception and makes the
+// first job's tab.
+func startChrome(ctx context.Context, exe string, log *slog.Logger) (*chrome, error) {
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), allocatorOptions(exe)...)
+	bctx, cancelCtx := chromedp.NewContext(allocCtx)
+	c := &chrome{log: log, ctx: bctx, next: make(chan tabResult, 1)}
+	c.cancel = func() {
+		cancelCtx()
+		cancelAlloc()
+	}
+	// The first run starts the browser, which lives as long as that run's
+	// context: it gets none, and the wait is bounded instead.
+	if err := firstRun(ctx, bctx, startTimeout); err != nil {
+		c.cancel()
+		return nil, err
+	}
+	cc := chromedp.FromContext(bctx)
+	c.lost = cc.Browser.LostConnection
+	if p := cc.Browser.Process(); p != nil {
+		c.pid = p.Pid
+	}
+	if err := c.setup(ctx); err != nil {
+		c.close()
+		return nil, err
+	}
+	t, err := c.newTab(ctx)
+	if err != nil {
+		c.close()
+		return nil, err
+	}
+	c.next <- tabResult{t: t}
+	return c, nil
+}
+
+// setup turns on the browser-wide interception (it covers every tab,
+// frame and worker, unlike a tab's own), refuses downloads, and closes
+// windows that pages open.
+func (c *chrome) setup(ctx context.Context) error {
+	sctx, cancel := context.WithTimeout(c.ctx, 10*time.Second)
+	defer cancel()
+	stop := context.AfterFunc(ctx, cancel)
+	defer stop()
+	v, err := chromedp.CallBrowser(sctx, cdpbrowser.GetVersion, cdp.Empty{})
+	if err != nil {
+		return fmt.Errorf("asking Chromium its version: %w", err)
+	}
+	c.version = v.Product
+	if _, err := chromedp.CallBrowser(sctx, cdpbrowser.SetDownloadBehavior,
+		cdpbrowser.SetDownloadBehaviorParams{Behavior: cdpbrowser.SetDownloadBehaviorBehaviorDeny}); err != nil {
+		return fmt.Errorf("refusing downloads: %w", err)
+	}
+	// Subscribe before enabling, so that no paused request is missed.
+	paused := chromedp.BrowserEvents(c.ctx, fetch.RequestPaused)
+	if _, err := chromedp.CallBrowser(sctx, fetch.Enable, fetch.EnableParams{
+		Patterns: []*fetch.RequestPattern{{URLPattern: "*"}}}); err != nil {
+		return fmt.Errorf("enabling the interception: %w", err)
+	}
+	c.wg.Go(func() { c.intercept(paused) })
+	if err := chromedp.ListenBrowser(c.ctx, func(ev any) {
+		if e, ok := ev.(*target.EventTargetCreated); ok && e.TargetInfo != nil && e.TargetInfo.OpenerID != "" {
+			// No CDP call may run in a listener: hand it over.
+			c.wg.Go(func() { c.closePopup(*e.TargetInfo) })
+		}
+	}); err != nil {
+		return err
+	}
+	c.wg.Go(c.watch)
+	return nil
+}
+
+// watch notes the browser's end.
+func (c *chrome) watch() {
+	select {
+	case <-c.lost:
+		c.markCrashed("the browser exited or crashed")
+	case <-c.ctx.Done():
+		// chromedp ends the context when the connection is lost, too.
+		select {
+		case <-c.lost:
+			c.markCrashed("the browser exited or crashed")
+		default:
+		}
+	}
+}
+
+func (c *chrome) markCrashed(why string) {
+	c.crashMu.Lock()
+	defer c.crashMu.Unlock()
+	if c.crashed == "" && !c.closing.Load() {
+		c.crashed = why
+		c.log.Error("browser lost", "reason", why)
+	}
+}
+
+// lostReason is why the browser is gone, or "".
+func (c *chrome) lostReason() string {
+	select {
+	case <-c.lost:
+		c.markCrashed("the browser exited or crashed")
+	default:
+	}
+	c.crashMu.Lock()
+	defer c.crashMu.Unlock()
+	return c.crashed
+}
+
+// intercept answers paused requests until the browser ends: the current
+// job's site serves or refuses them; between jobs all are refused.
+func (c *chrome) intercept(paused func(func(fetch.EventRequestPaused, error) bool)) {
+	sem := make(chan struct{}, interceptWorkers)
+	for ev, err := range paused {
+		if err != nil {
+			return
+		}
+		sem <- struct{}{}
+		c.wg.Go(func() {
+			defer func() { <-sem }()
+			c.answer(ev)
+		})
+	}
+}
+
+func (c *chrome) answer(ev fetch.EventRequestPaused) {
+	ctx, cancel := context.WithTimeout(c.ctx, 30*time.Second)
+	defer cancel()
+	var err error
+	if s := c.site.Load(); s != nil {
+		err = s.answer(ctx, ev)
+	} else if ev.Request.URL == warmURL {
+		_, err = chromedp.CallBrowser(ctx, fetch.FulfillRequest, fetch.FulfillRequestParams{RequestID: ev.RequestID, ResponseCode: 200,
+			ResponseHeaders: []*fetch.HeaderEntry{{Name: "Content-Type", Value: "text/html"}, {Name: "Cache-Control", Value: "no-store"}}})
+	} else {
+		_, err = chromedp.CallBrowser(ctx, fetch.FailRequest, fetch.FailRequestParams{
+			RequestID: ev.RequestID, ErrorReason: network.ErrorReasonBlockedByClient})
+	}
+	if err != nil && ctx.Err() == nil && c.ctx.Err() == nil {
+		// The request is gone (its page closed) or the browser is.
+		c.log.Debug("answering a request", "url", redactURL(ev.Request.URL), "err", err)
+	}
+}
+
+// closePopup closes a window a page opened.
+func (c *chrome) closePopup(info target.Info) {
+	if s := c.site.Load(); s != nil && info.URL != "" && info.URL != "about:blank" {
+		s.block(info.URL)
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, 5*time.Second)
+	defer cancel()
+	_, _ = chromedp.CallBrowser(ctx, target.CloseTarget, target.CloseTargetParams{TargetID: info.TargetID})
+}
+
+// newTab opens a blank tab.
+func (c *chrome) newTab(ctx context.Context) (*tab, error) {
+	tctx, cancel := chromedp.NewContext(c.ctx)
+	if err := firstRun(ctx, tctx, 30*time.Second); err != nil {
+		cancel()
+		return nil, fmt.Errorf("opening a tab: %w", err)
+	}
+	t := &tab{ctx: tctx, cancel: cancel, id: chromedp.FromContext(tctx).Target.TargetID}
+	// chromedp tracks the DOM and the network of its tabs; a job needs
+	// neither (it evaluates scripts), and both cost time on every load.
+	// A job that waits for the network to be idle turns the network back on.
+	for _, cmd := range []cdp.Command[cdp.Empty, cdp.Empty]{css.Disable, dom.Disable, network.Disable} {
+		if !c.lean {
+			break
+		}
+		if _, err := chromedp.Call(tctx, cmd, cdp.Empty{}); err != nil {
+			cancel()
+			return nil, fmt.Errorf("setting a tab up: %s: %w", cmd.Method, err)
+		}
+	}
+	// The tab loads an empty page of the jobs' origin: its renderer
+	// process is then the one the job's page loads in, not one started
+	// for it.
+	wctx, wcancel := context.WithTimeout(tctx, 10*time.Second)
+	defer wcancel()
+	stop := context.AfterFunc(ctx, wcancel)
+	defer stop()
+	loaded := chromedp.Events(wctx, page.LoadEventFired)
+	if _, err := chromedp.Call(wctx, page.Navigate, page.NavigateParams{URL: warmURL}); err != nil {
+		cancel()
+		return nil, fmt.Errorf("loading a blank page: %w", err)
+	}
+	if err := firstEvent(loaded); err != nil {
+		cancel()
+		return nil, fmt.Errorf("loading a blank page: %w", err)
+	}
+	return t, nil
+}
+
+// takeTab returns the tab made ahead for this job (waiting for it if it is
+// still being made), or makes one.
+func (c *chrome) takeTab(ctx context.Context) (*tab, error) {
+	select {
+	case tr := <-c.next:
+		if tr.err == nil {
+			return tr.t, nil
+		}
+		if c.lostReason() != "" {
+			return nil, browserCrashed(c.lostReason())
+		}
+		c.log.Warn("the tab made ahead failed; making another", "err", tr.err)
+		return c.newTab(ctx)
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-c.lost:
+		return nil, browserCrashed(c.lostReason())
+	}
+}
+
+// recycle closes a job's tab and makes the next job's, in the background:
+// the job's answer does not wait for either.
+func (c *chrome) recycle(t *tab) {
+	c.wg.Go(func() {
+		// The next job's tab first: it may be waiting.
+		if c.ctx.Err() != nil {
+			c.next <- tabResult{err: errors.New("the browser is closed")}
+		} else {
+			nt, err := c.newTab(c.ctx)
+			c.next <- tabResult{t: nt, err: err}
+		}
+		t.cancel() // closes the tab, and waits (briefly) until it is gone
+	})
+}
+
+// close ends the browser gracefully, then for sure, and waits for its
+// processes.
+func (c *chrome) close() {
+	c.closing.Store(true)
+	gctx, cancel := context.WithTimeout(c.ctx, 5*time.Second)
+	_ = chromedp.Cancel(gctx)
+	cancel()
+	c.cancel()
+	c.wg.Wait()
+	select {
+	case tr := <-c.next:
+		if tr.t != nil {
+			tr.t.cancel()
+		}
+	default:
+	}
+}
+
+// firstRun runs the first (empty) action of a chromedp context, which
+// starts its browser or opens its tab, waiting at most d or until ctx
+// ends. The run itself must not carry a deadline: chromedp ends the browser
+// or tab with it.
+func firstRun(ctx, cdpCtx context.Context, d time.Duration) error {
+	done := make(chan error, 1)
+	go func() { done <- chromedp.Do(cdpCtx) }()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-t.C:
+		return fmt.Errorf("no answer within %s", d)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// redactURL is a URL fit for logs and Result.Blocked: scheme, host and
+// path, without credentials, query or fragment.
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	if u.Opaque != "" { // data:, about:, mailto: and the like
+		return u.Scheme + ":"
+	}
+	u.User, u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = nil, "", false, "", ""
+	s := u.String()
+	if len(s) > maxBlockedURL {
+		s = s[:maxBlockedURL]
+	}
+	return s
+}
