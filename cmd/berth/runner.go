@@ -57,26 +57,31 @@ func serveRunner(ctx context.Context, r *runner.Runner, listen string, log *slog
 	go func() { served <- srv.Serve(ln) }()
 	log.InfoContext(ctx, "runner listening", "addr", ln.Addr().String())
 
-	// /healthz says 503 until Start is done.
+	// /healthz says 503 until Start is done. Start stops early when
+	// serving ends first.
+	sctx, cancelStart := context.WithCancel(ctx)
+	defer cancelStart()
 	started := make(chan error, 1)
-	go func() { started <- r.Start(ctx) }()
+	go func() { started <- r.Start(sctx) }()
 
 	var runErr error
-	select {
-	case err := <-started:
-		if err != nil && ctx.Err() == nil {
-			runErr = err
-			break
-		}
+	startDone := false
+	for done := false; !done; {
 		select {
+		case err := <-started:
+			startDone = true
+			if err != nil && ctx.Err() == nil {
+				runErr, done = err, true
+			}
 		case <-ctx.Done():
+			done = true
 		case err := <-served:
-			runErr = err
+			runErr, done = err, true
 		}
-	case <-ctx.Done():
-		<-started // Start returns once ctx ends
-	case err := <-served:
-		runErr = err
+	}
+	cancelStart()
+	if !startDone {
+		<-started
 	}
 	log.Info("runner stopping")
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

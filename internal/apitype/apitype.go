@@ -239,6 +239,23 @@ type System struct {
 	Counts   Counts        `json:"counts"`
 	Pools    []Pool        `json:"pools"`
 	Browser  BrowserInfo   `json:"browser"`
+	Jobs     JobsInfo      `json:"jobs"`
+}
+
+// JobsInfo is the state of the job service: its warm runtime pools and
+// the job sandboxes that exist (in pools and running jobs).
+type JobsInfo struct {
+	Runtime   string        `json:"runtime"`
+	Pools     []JobPoolInfo `json:"pools"`
+	Sandboxes int           `json:"sandboxes"`
+	Active    int           `json:"active"` // jobs starting or running
+}
+
+// JobPoolInfo is one profile's pool of fresh runtimes.
+type JobPoolInfo struct {
+	Profile string `json:"profile"`
+	Size    int    `json:"size"`
+	Ready   int    `json:"ready"`
 }
 
 // BrowserInfo says whether browser sessions can be opened here.

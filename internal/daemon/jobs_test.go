@@ -540,7 +540,7 @@ func TestJobHealth(t *testing.T) {
 					t.Errorf("%s: %+v, %v; want %s with a hint", tc.action, h, err, tc.want)
 				}
 				_, err = d.Client.CreateJob(ctx, apitype.CreateJobRequest{Action: tc.action,
-					Inputs: map[string]apitype.JobInput{"index.html": inline([]byte("<p>x</p>")), "a.docx": inline(docx("x"))},
+					Inputs:  map[string]apitype.JobInput{"index.html": inline([]byte("<p>x</p>")), "a.docx": inline(docx("x"))},
 					Options: json.RawMessage(`{"main": "` + map[bool]string{true: "index.html", false: "a.docx"}[tc.action == "html-pdf"] + `"}`)})
 				if errcode.ReasonOf(err) != tc.want {
 					t.Errorf("submitting: %v, want refused with %s", err, tc.want)
@@ -820,7 +820,7 @@ func TestJobSurvivesKill9(t *testing.T) {
 // pools (tests run with none).
 func onlyPool(d *testenv.Daemon) bool {
 	sys, err := d.Client.System(context.Background())
-	return err == nil && sys.Counts.Pooled == 0
+	return err == nil && sys.Jobs.Sandboxes == 0
 }
 
 func TestJobFiles(t *testing.T) {

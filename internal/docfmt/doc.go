@@ -17,8 +17,9 @@
 // to the page tree root, and reads its /Count. Objects may sit in compressed
 // object streams (/Type /ObjStm, FlateDecode, with PNG predictors for
 // cross-reference streams). When that chain is broken it falls back to
-// scanning the file (up to [MaxPDFScan] bytes) for objects of /Type /Page,
-// including inside object streams, the way viewers repair damaged files.
+// scanning the file (up to [MaxPDFScan] bytes, read into memory) for
+// objects of /Type /Page, including inside object streams, the way viewers
+// repair damaged files.
 //
 // # PPTX
 //

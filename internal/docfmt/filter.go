@@ -80,7 +80,12 @@ func unpredict(data []byte, params pdfDict) ([]byte, error) {
 		(bpc != 1 && bpc != 2 && bpc != 4 && bpc != 8 && bpc != 16) {
 		return nil, fmt.Errorf("stream predictor parameters %v are invalid", params)
 	}
-	rowLen := int((columns*colors*bpc + 7) / 8)
+	rowLen64 := (columns*colors*bpc + 7) / 8
+	if rowLen64 >= int64(len(data)) {
+		// Not one whole row: nothing to allocate rows for.
+		return nil, nil
+	}
+	rowLen := int(rowLen64)
 	bpp := max(int(colors*bpc/8), 1)
 	out := make([]byte, 0, len(data)/(rowLen+1)*rowLen)
 	prev := make([]byte, rowLen)

@@ -14,18 +14,24 @@ import (
 // Limits of PDF checking.
 const (
 	// MaxPDFScan is the largest PDF whose pages are counted by scanning the
-	// whole file, when its cross-reference chain cannot be followed.
-	MaxPDFScan = 256 << 20
+	// whole file, held in memory, when its cross-reference chain cannot be
+	// followed.
+	MaxPDFScan = 64 << 20
 
 	// maxInflate bounds the bytes decompressed from all streams of one PDF.
-	maxInflate = 256 << 20
+	// Only object and cross-reference streams are decompressed, and real
+	// ones are a few megabytes at most.
+	maxInflate = 64 << 20
 	// maxObjectBytes bounds how much of the file one object's dictionary,
-	// or one cross-reference table, may take.
+	// one cross-reference table or one compressed stream may take.
 	maxObjectBytes = 64 << 20
 	// maxXrefSections bounds the cross-reference sections followed through
 	// /Prev and /XRefStm.
 	maxXrefSections = 1024
-	// maxXrefEntries bounds the objects a PDF may have.
+	// maxXrefEntries bounds the objects a PDF may have. Each takes bytes
+	// of the file too, so smaller files get a smaller bound (see
+	// xrefLimit): a few kilobytes of compressed cross-reference stream must
+	// not make a map of millions of entries.
 	maxXrefEntries = 10_000_000
 	// maxResolveDepth bounds nested object lookups (a stream whose /Length
 	// is in an object stream, and so on), so reference cycles end.
@@ -35,6 +41,13 @@ const (
 	headWindow = 1024
 	tailWindow = 1024
 )
+
+// xrefLimit is the most objects a file of size bytes may have: far more
+// than a real file of that size holds (an object takes well over 4 bytes),
+// and at most maxXrefEntries.
+func xrefLimit(size int64) int {
+	return int(min(max(size/4, 4096), maxXrefEntries))
+}
 
 func pdfError(format string, args ...any) *errcode.Error {
 	return errcode.WithReason(errcode.Invalid, "pdf_invalid", format, args...)
@@ -349,8 +362,8 @@ func (d *doc) addEntry(num int64, e xrefEntry) error {
 	if _, ok := d.xref[num]; ok {
 		return nil
 	}
-	if len(d.xref) == maxXrefEntries {
-		return fmt.Errorf("more than %d objects", maxXrefEntries)
+	if len(d.xref) >= xrefLimit(d.size) {
+		return fmt.Errorf("more than %d objects in %d bytes", xrefLimit(d.size), d.size)
 	}
 	d.xref[num] = e
 	return nil

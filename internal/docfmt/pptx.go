@@ -239,6 +239,11 @@ type recordingReaderAt struct {
 }
 
 func (r *recordingReaderAt) ReadAt(p []byte, off int64) (int, error) {
+	if off < 0 {
+		// A corrupt zip can point before its start: the file's fault,
+		// not the reader's.
+		return 0, errors.New("negative offset")
+	}
 	n, err := r.r.ReadAt(p, off)
 	if err != nil && !errors.Is(err, io.EOF) && r.err == nil {
 		r.err = err

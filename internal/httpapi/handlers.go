@@ -86,6 +86,9 @@ func (s *Server) handleSystem() http.Handler {
 			out.Pools = append(out.Pools, apitype.Pool(p))
 			out.Counts.Pooled += p.Ready
 		}
+		if s.cfg.Jobs != nil {
+			out.Jobs = s.cfg.Jobs.Info(r.Context())
+		}
 
 		wire.Encode(w, http.StatusOK, out)
 	})

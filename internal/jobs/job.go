@@ -61,7 +61,7 @@ func (j *Job) View() apitype.Job {
 
 // Change is a state transition of a job, applied with its event in one
 // transaction, only if the job is in one of From (and, when RiverID is
-// set, still run by that queue job).
+// set, run by that queue job or by none recorded yet).
 type Change struct {
 	From    []string
 	RiverID int64

@@ -156,6 +156,7 @@ func (p *runtimePool) run(ctx context.Context) {
 // once the runner answers its health check.
 func (s *Service) startRuntime(ctx context.Context, profile string) (*runtime, error) {
 	prof := s.profiles[profile]
+	start := time.Now()
 	sb, _, err := s.mgr.Create(ctx, sandbox.CreateSpec{
 		Runtime: s.cfg.Runtime, Internal: "job-" + profile, Resources: prof.Resources, Idle: &sandbox.IdlePolicy{},
 	})
@@ -191,6 +192,7 @@ func (s *Service) startRuntime(ctx context.Context, profile string) (*runtime, e
 	for {
 		h, err := runnerHealth(ctx, c)
 		if err == nil && h.RunnerAPI == jobspec.RunnerAPI {
+			s.log.Debug("job runtime ready", "profile", profile, "sandbox_id", sb.ID, "ms", time.Since(start).Milliseconds())
 			return rt, nil
 		}
 		if err == nil {

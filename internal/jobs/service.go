@@ -165,9 +165,11 @@ func (s *Service) Start(ctx context.Context) error {
 	rc := &river.Config{
 		Logger:                      quietLogger(s.log),
 		Workers:                     workers,
-		PollOnly:                    true,
 		FetchCooldown:               5 * time.Millisecond,
-		FetchPollInterval:           200 * time.Millisecond,
+		// Inserts wake the producer at once (riversqlite emulates
+		// LISTEN/NOTIFY); polling is the backstop and how snoozed jobs
+		// (waiting for capacity) come back.
+		FetchPollInterval: 200 * time.Millisecond,
 		MaxAttempts:                 s.cfg.MaxAttempts + 1, // the jobs table decides; River never gives up first
 		RescueStuckJobsAfter:        10 * time.Minute,
 		RetryPolicy:                 retryPolicy{},
@@ -761,3 +763,25 @@ func (s *Service) Cancel(ctx context.Context, who Principal, id string) (*Job, e
 }
 
 var errCanceled = errors.New("canceled by request")
+
+// Info reports the pools, the job sandboxes and the active jobs.
+func (s *Service) Info(ctx context.Context) apitype.JobsInfo {
+	out := apitype.JobsInfo{Runtime: s.cfg.Runtime, Pools: []apitype.JobPoolInfo{}}
+	for _, name := range profiles {
+		p := s.pools[name]
+		out.Pools = append(out.Pools, apitype.JobPoolInfo{Profile: name, Size: p.size, Ready: len(p.ready)})
+	}
+	if all, err := s.mgr.Internal(ctx, "job-"); err == nil {
+		out.Sandboxes = len(all)
+	}
+	out.Active, _, _, _ = s.store.ActiveJobs(ctx, "", "")
+	return out
+}
+
+func (f levelFilter) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return levelFilter{f.Handler.WithAttrs(attrs), f.min}
+}
+
+func (f levelFilter) WithGroup(name string) slog.Handler {
+	return levelFilter{f.Handler.WithGroup(name), f.min}
+}

@@ -65,7 +65,9 @@ func (s *Service) work(ctx context.Context, riverID int64, id string) error {
 	if err != nil {
 		return err
 	}
-	if j.RiverID != riverID || (j.State != apitype.JobQueued && j.State != apitype.JobWaiting) {
+	// River may hand the job over before Submit has recorded its queue
+	// job (river_id 0): the first queue job to come claims it.
+	if (j.RiverID != 0 && j.RiverID != riverID) || (j.State != apitype.JobQueued && j.State != apitype.JobWaiting) {
 		return nil // finished, canceled, or another queue job has it
 	}
 	a := s.actions[j.Action]
@@ -101,8 +103,8 @@ func (s *Service) work(ctx context.Context, riverID int64, id string) error {
 		if j.State == apitype.JobQueued {
 			msg := fmt.Sprintf("waiting for capacity (%d/%d running in all, %d/%d for the tenant, %d/%d for the user)",
 				global, c.Global, tenant, c.Tenant, user, c.User)
-			if _, err := s.change(ctx, id, Change{From: []string{apitype.JobQueued}, RiverID: riverID, To: apitype.JobWaiting,
-				Event: apitype.JobEvent{Message: msg}}); err != nil {
+			if _, err := s.change(ctx, id, Change{From: []string{apitype.JobQueued}, RiverID: riverID, NewRiver: riverID,
+				To: apitype.JobWaiting, Event: apitype.JobEvent{Message: msg}}); err != nil {
 				return ignoreState(err)
 			}
 		}
@@ -110,7 +112,7 @@ func (s *Service) work(ctx context.Context, riverID int64, id string) error {
 	}
 	attempt := j.Attempt + 1
 	j, err = s.change(ctx, id, Change{From: []string{apitype.JobQueued, apitype.JobWaiting}, RiverID: riverID,
-		To: apitype.JobStarting, Attempt: &attempt})
+		NewRiver: riverID, To: apitype.JobStarting, Attempt: &attempt})
 	s.admitMu.Unlock()
 	if err != nil {
 		return ignoreState(err)
@@ -172,10 +174,6 @@ func (s *Service) attempt(ctx context.Context, j *Job, a *action, prof Profile) 
 	}
 	defer s.discard(rt)
 	sandboxID := rt.sandboxID
-	if _, err := s.change(ctx, j.ID, Change{SandboxID: &sandboxID,
-		Event: apitype.JobEvent{Type: "progress", Percent: 10, Message: "sandbox " + sandboxID + " ready"}}); err != nil {
-		return nil, nil, ctxFailure(ctx)
-	}
 	// Stage the bundle's files and the inputs.
 	for name, b := range a.files {
 		if err := rt.agent.WriteFile(ctx, path.Join("in", name), b, 0o644); err != nil {
@@ -187,8 +185,8 @@ func (s *Service) attempt(ctx context.Context, j *Job, a *action, prof Profile) 
 			return nil, nil, stageFailure(ctx, err)
 		}
 	}
-	if _, err := s.change(ctx, j.ID, Change{From: []string{apitype.JobStarting}, To: apitype.JobRunning,
-		Event: apitype.JobEvent{Message: "inputs staged; rendering"}}); err != nil {
+	if _, err := s.change(ctx, j.ID, Change{From: []string{apitype.JobStarting}, To: apitype.JobRunning, SandboxID: &sandboxID,
+		Event: apitype.JobEvent{Message: "inputs staged in sandbox " + sandboxID}}); err != nil {
 		return nil, nil, ctxFailure(ctx)
 	}
 	opts, _ := jobspec.ParseOptions(j.Options)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"net/url"
 	"sync"
 	"sync/atomic"
@@ -40,7 +41,6 @@ type chrome struct {
 
 	// closing is set by close: the browser's end is no crash then.
 	closing atomic.Bool
-	lean bool
 	// crashMu guards crashed: why the browser is gone, once it is.
 	crashMu sync.Mutex
 	crashed string
@@ -260,9 +260,6 @@ func (c *chrome) newTab(ctx context.Context) (*tab, error) {
 	// neither (it evaluates scripts), and both cost time on every load.
 	// A job that waits for the network to be idle turns the network back on.
 	for _, cmd := range []cdp.Command[cdp.Empty, cdp.Empty]{css.Disable, dom.Disable, network.Disable} {
-		if !c.lean {
-			break
-		}
 		if _, err := chromedp.Call(tctx, cmd, cdp.Empty{}); err != nil {
 			cancel()
 			return nil, fmt.Errorf("setting a tab up: %s: %w", cmd.Method, err)
@@ -295,6 +292,9 @@ func (c *chrome) takeTab(ctx context.Context) (*tab, error) {
 		if tr.err == nil {
 			return tr.t, nil
 		}
+		if c.closing.Load() {
+			return nil, fail(http.StatusServiceUnavailable, "closed", "the runner is shutting down")
+		}
 		if c.lostReason() != "" {
 			return nil, browserCrashed(c.lostReason())
 		}
@@ -308,17 +308,18 @@ func (c *chrome) takeTab(ctx context.Context) (*tab, error) {
 }
 
 // recycle closes a job's tab and makes the next job's, in the background:
-// the job's answer does not wait for either.
+// the job's answer does not wait for either. The old tab goes first: its
+// page may still be running (spinning, even), and Chromium could give the
+// new tab its renderer process.
 func (c *chrome) recycle(t *tab) {
 	c.wg.Go(func() {
-		// The next job's tab first: it may be waiting.
+		t.cancel() // closes the tab, and waits (briefly) until it is gone
 		if c.ctx.Err() != nil {
 			c.next <- tabResult{err: errors.New("the browser is closed")}
-		} else {
-			nt, err := c.newTab(c.ctx)
-			c.next <- tabResult{t: nt, err: err}
+			return
 		}
-		t.cancel() // closes the tab, and waits (briefly) until it is gone
+		nt, err := c.newTab(c.ctx)
+		c.next <- tabResult{t: nt, err: err}
 	})
 }
 

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -79,18 +80,19 @@ func (c *chrome) render(ctx context.Context, j *job, in *os.Root, outDir string)
 	defer c.site.Store(nil)
 
 	// The job's calls run in the tab's context, bounded by the job's
-	// deadline and by the caller leaving.
-	tctx, cancel := context.WithCancel(t.ctx)
-	defer cancel()
+	// deadline and by the caller leaving; the job's end is the cause,
+	// whichever of the two timers fires first.
+	tctx, cancel := context.WithCancelCause(t.ctx)
+	defer cancel(nil)
 	if d, ok := ctx.Deadline(); ok {
 		var cancelD context.CancelFunc
 		tctx, cancelD = context.WithDeadline(tctx, d)
 		defer cancelD()
 	}
-	stop := context.AfterFunc(ctx, cancel)
+	stop := context.AfterFunc(ctx, func() { cancel(context.Cause(ctx)) })
 	defer stop()
 
-	p := &pageRun{c: c, ctx: tctx, s: s, j: j, outDir: outDir, started: time.Now()}
+	p := &pageRun{c: c, ctx: tctx, s: s, j: j, outDir: outDir}
 	out, err := p.run(pageName)
 	if err != nil {
 		return nil, p.failure(err)
@@ -108,7 +110,6 @@ type pageRun struct {
 	j      *job
 	outDir string
 	loaded time.Time // when the page had loaded and waited
-	started time.Time
 
 	// mu guards the fields below, which the tab's listener sets.
 	mu       sync.Mutex
@@ -120,6 +121,9 @@ type pageRun struct {
 // failure turns a page's error into the job's: a gone browser or a
 // crashed page first, since they cause the other errors.
 func (p *pageRun) failure(err error) error {
+	if p.c.closing.Load() {
+		return fail(http.StatusServiceUnavailable, "closed", "the runner is shutting down")
+	}
 	if why := p.c.lostReason(); why != "" {
 		return browserCrashed(why)
 	}
@@ -146,8 +150,6 @@ func (p *pageRun) run(pageName string) (jobspec.Output, error) {
 			return jobspec.Output{}, err
 		}
 	}
-	tl := time.Now()
-	defer func() { fmt.Fprintf(os.Stderr, "TIMING loadstart %v\n", tl.Sub(p.started)) }()
 	if err := p.load(siteURL(pageName)); err != nil {
 		return jobspec.Output{}, err
 	}
@@ -290,7 +292,7 @@ func (p *pageRun) wait() error {
 				err = sleep(p.ctx, pollInterval)
 			}
 			if err != nil {
-				if errors.Is(p.ctx.Err(), context.DeadlineExceeded) {
+				if errors.Is(context.Cause(p.ctx), context.DeadlineExceeded) {
 					return fail(http.StatusUnprocessableEntity, "wait_for_selector",
 						"no element matched %q before the job's timeout", sel)
 				}
@@ -364,24 +366,15 @@ func pdfParams(o jobspec.Options) page.PrintToPDFParams {
 		yes := true
 		p.DisplayHeaderFooter = &yes
 		// An empty template would print Chromium's own header or footer.
-		p.HeaderTemplate = cmpOr(o.HeaderTemplate, "<span></span>")
-		p.FooterTemplate = cmpOr(o.FooterTemplate, "<span></span>")
+		p.HeaderTemplate = cmp.Or(o.HeaderTemplate, "<span></span>")
+		p.FooterTemplate = cmp.Or(o.FooterTemplate, "<span></span>")
 	}
 	return p
 }
 
-func cmpOr(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
-}
-
 // pdf prints the page, streaming the PDF from Chromium into the output.
 func (p *pageRun) pdf() (jobspec.Output, error) {
-	tp := time.Now()
 	res, err := chromedp.Call(p.ctx, page.PrintToPDF, pdfParams(p.j.opts))
-	fmt.Fprintf(os.Stderr, "TIMING print %v\n", time.Since(tp))
 	if err != nil {
 		var ce *cdproto.Error
 		if errors.As(err, &ce) && strings.Contains(strings.ToLower(ce.Message), "page range") {
@@ -413,11 +406,9 @@ func (p *pageRun) pdf() (jobspec.Output, error) {
 			break
 		}
 	}
-	fmt.Fprintf(os.Stderr, "TIMING read %v\n", time.Since(tp))
 	if err := out.commit(); err != nil {
 		return jobspec.Output{}, err
 	}
-	fmt.Fprintf(os.Stderr, "TIMING commit %v\n", time.Since(tp))
 	return jobspec.Output{Name: resultPDF, MIME: "application/pdf", Pages: out.pages.n}, nil
 }
 
@@ -510,8 +501,11 @@ const slidesJS = `(function(slideSel, notesSel, max) {
 })`
 
 type slideBox struct {
-	X, Y, W, H float64
-	Notes      string
+	X     float64 `json:"x"`
+	Y     float64 `json:"y"`
+	W     float64 `json:"w"`
+	H     float64 `json:"h"`
+	Notes string  `json:"notes"`
 }
 
 type deckInfo struct {
@@ -524,8 +518,8 @@ type deckInfo struct {
 // pptx captures each slide as an exact picture and builds the deck.
 func (p *pageRun) pptx() (jobspec.Output, error) {
 	o := p.j.opts
-	slideSel := cmpOr(o.SlideSelector, "section")
-	notesSel := cmpOr(o.NotesSelector, "aside.notes")
+	slideSel := cmp.Or(o.SlideSelector, "section")
+	notesSel := cmp.Or(o.NotesSelector, "aside.notes")
 	args, _ := json.Marshal([]any{slideSel, notesSel, maxSlides})
 	expr := slidesJS + "(..." + string(args) + ")"
 	info, err := chromedp.Run(p.ctx, chromedp.Evaluate[deckInfo](expr))

@@ -77,8 +77,10 @@ type Runner struct {
 	// running mirrors busy, for reading without taking it.
 	running atomic.Bool
 
-	// mu guards the fields below.
+	// mu guards the fields below. health holds it while it takes
+	// chrome.crashMu: mu first.
 	mu      sync.Mutex
+	started bool    // Start was called
 	ready   bool    // Start finished
 	closed  bool    // Close was called
 	chrome  *chrome // browser profile, after Start
@@ -133,10 +135,11 @@ func findCommand(names ...string) string {
 // Close, not until ctx ends.
 func (r *Runner) Start(ctx context.Context) error {
 	r.mu.Lock()
-	if r.closed || r.ready || r.chrome != nil || r.office != nil {
+	if r.closed || r.started {
 		r.mu.Unlock()
 		return errors.New("runner: Start called twice or after Close")
 	}
+	r.started = true
 	r.mu.Unlock()
 	t0 := time.Now()
 	switch r.cfg.Profile {
@@ -256,8 +259,12 @@ func (r *Runner) handleRun(w http.ResponseWriter, req *http.Request) {
 		err = classify(ctx, err, j.timeout)
 		var f *failure
 		errors.As(err, &f)
-		r.log.InfoContext(ctx, "job failed", "action", j.action, "main", j.main, "reason", f.f.Reason, "status", f.status,
-			"duration_ms", time.Since(t0).Milliseconds(), "err", f.cause)
+		level := slog.LevelInfo // the job's own fault
+		if f.status >= 500 {
+			level = slog.LevelWarn
+		}
+		r.log.Log(ctx, level, "job failed", "action", j.action, "main", j.main, "reason", f.f.Reason, "status", f.status,
+			"duration_ms", time.Since(t0).Milliseconds(), "message", f.f.Message, "err", f.cause)
 		r.writeFailure(ctx, w, err)
 		return
 	}
@@ -286,8 +293,12 @@ type wireRequest struct {
 
 func (r *Runner) parse(req *http.Request) (*job, error) {
 	body, err := io.ReadAll(http.MaxBytesReader(nil, req.Body, maxRequestBody))
-	if err != nil {
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
 		return nil, fail(http.StatusRequestEntityTooLarge, "invalid_input", "the request body is more than %d bytes", maxRequestBody)
+	case err != nil:
+		return nil, fail(http.StatusBadRequest, "invalid_input", "reading the request: %v", err)
 	}
 	var wr wireRequest
 	dec := json.NewDecoder(bytes.NewReader(body))
@@ -424,7 +435,8 @@ func (j *job) resolveMain(in *os.Root) error {
 }
 
 // fsWalk calls fn for the regular files under dir in in, in name order,
-// until fn returns false. It does not follow symbolic links.
+// until fn returns false. It skips hidden files and does not follow
+// symbolic links.
 func fsWalk(in *os.Root, dir string, depth int, fn func(name string) bool) bool {
 	if depth > 16 {
 		return true
@@ -440,6 +452,9 @@ func fsWalk(in *os.Root, dir string, depth int, fn func(name string) bool) bool 
 	}
 	slices.SortFunc(entries, func(a, b os.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
 	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), ".") {
+			continue // .DS_Store and the like are nobody's main input
+		}
 		name := path.Join(dir, e.Name())
 		switch {
 		case e.Type().IsRegular():

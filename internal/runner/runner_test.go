@@ -27,6 +27,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
+
 	"github.com/berthdev/berth/internal/jobspec"
 	"github.com/berthdev/berth/internal/testenv"
 )
@@ -592,9 +594,14 @@ const probes = [
   fetch('secret.txt').then(r => log('symlink: ' + r.status)),
   fetch('/%2e%2e/%2e%2e/etc/passwd').then(r => log('dotdot: ' + r.status)),
 ];
-Promise.all(probes).then(() => { const p = document.createElement('p'); p.id = 'done'; p.textContent = 'PROBES-DONE'; document.body.append(p); });
+window.open('`+victim.URL+`/popup');
+Promise.all(probes).then(() => {
+  // Navigating away must leave the page as it is.
+  location.href = '`+victim.URL+`/nav?secret=1';
+  setTimeout(() => { const p = document.createElement('p'); p.id = 'done'; p.textContent = 'PROBES-DONE'; document.body.append(p); }, 500);
+});
 </script></body></html>`))
-	path, res := f.mustRun(jobspec.Request{Action: jobspec.HTMLPDF, Options: jobspec.Options{WaitForSelector: "#done"}},
+	path, res := f.mustRun(jobspec.Request{Action: jobspec.HTMLPDF, TimeoutMS: 20000, Options: jobspec.Options{WaitForSelector: "#done"}},
 		resultPDF, "application/pdf")
 	text := pdfText(t, path)
 	// The probes ran: the allowed request got through (the positive
@@ -612,7 +619,8 @@ Promise.all(probes).then(() => { const p = document.createElement('p'); p.id = '
 	if n := hits.Load(); n != 0 {
 		t.Errorf("the loopback server got %d requests from the page, want 0", n)
 	}
-	for _, want := range []string{"file:///etc/passwd", "file:///etc/hostname", victim.URL + "/img", victim.URL + "/frame", victim.URL + "/fetch"} {
+	for _, want := range []string{"file:///etc/passwd", "file:///etc/hostname", victim.URL + "/img", victim.URL + "/frame",
+		victim.URL + "/fetch", victim.URL + "/nav"} {
 		if !slices.Contains(res.Blocked, want) {
 			t.Errorf("blocked = %v, want it to list %s", res.Blocked, want)
 		}
@@ -620,6 +628,16 @@ Promise.all(probes).then(() => { const p = document.createElement('p'); p.id = '
 	for _, u := range res.Blocked {
 		if strings.Contains(u, "?") || strings.Contains(u, "token") {
 			t.Errorf("blocked URL %q keeps its query", u)
+		}
+	}
+	// The windows the page opened were closed.
+	targets, err := chromedp.Targets(f.r.chrome.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ti := range targets {
+		if ti.OpenerID != "" {
+			t.Errorf("a window the page opened is still open: %s", ti.URL)
 		}
 	}
 }
@@ -665,16 +683,55 @@ func TestTimeouts(t *testing.T) {
 	f.write("ok.html", []byte(`<html><body>AFTER-TIMEOUTS</body></html>`))
 
 	t0 := time.Now()
-	wantFailure(t, f.run(jobspec.Request{Action: jobspec.HTMLPDF, TimeoutMS: 800,
+	wantFailure(t, f.run(jobspec.Request{Action: jobspec.HTMLPDF, TimeoutMS: 3000,
 		Options: jobspec.Options{WaitForSelector: "#never"}}), http.StatusUnprocessableEntity, "wait_for_selector", false)
-	if d := time.Since(t0); d > 5*time.Second {
-		t.Errorf("an 800 ms job took %v", d)
+	if d := time.Since(t0); d > 10*time.Second {
+		t.Errorf("a 3 s job took %v", d)
 	}
 	wantFailure(t, f.run(jobspec.Request{Action: jobspec.HTMLPDF, Main: "spin.html", TimeoutMS: 800}),
 		http.StatusGatewayTimeout, "timeout", true)
 	path, _ := f.mustRun(jobspec.Request{Action: jobspec.HTMLPDF, Main: "ok.html"}, resultPDF, "application/pdf")
 	if text := pdfText(t, path); !strings.Contains(text, "AFTER-TIMEOUTS") {
 		t.Errorf("the job after the timeouts printed:\n%s", text)
+	}
+}
+
+func TestWaits(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, jobspec.ProfileBrowser)
+	f.write("late.txt", []byte("LATE-DATA"))
+	// After its load event the page fetches three times, 300 ms apart
+	// (less than the 500 ms that count as idle), then writes what it got;
+	// the other page writes after a second.
+	f.write("index.html", []byte(`<html><body><p>LOADED</p><script>
+const later = (n) => setTimeout(() => fetch('late.txt').then(r => r.text()).then(t => {
+  if (n > 1) { later(n - 1); return; }
+  const p = document.createElement('p'); p.textContent = t; document.body.append(p); }), 300);
+addEventListener('load', () => later(3));
+</script></body></html>`))
+	f.write("delay.html", []byte(`<html><body><p>LOADED</p><script>
+addEventListener('load', () => setTimeout(() => document.body.append('DELAYED-TEXT'), 1000));
+</script></body></html>`))
+	for _, tc := range []struct {
+		name string
+		main string
+		opts jobspec.Options
+		want string
+		has  bool
+	}{
+		// The controls: without the wait, the page is printed before.
+		{"no_wait_network", "index.html", jobspec.Options{}, "LATE-DATA", false},
+		{"wait_network_idle", "index.html", jobspec.Options{WaitNetworkIdle: true}, "LATE-DATA", true},
+		{"no_delay", "delay.html", jobspec.Options{}, "DELAYED-TEXT", false},
+		{"wait_delay", "delay.html", jobspec.Options{WaitDelayMS: 2000}, "DELAYED-TEXT", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path, _ := f.mustRun(jobspec.Request{Action: jobspec.HTMLPDF, Main: tc.main, Options: tc.opts}, resultPDF, "application/pdf")
+			text := pdfText(t, path)
+			if !strings.Contains(text, "LOADED") || strings.Contains(text, tc.want) != tc.has {
+				t.Errorf("PDF text has LOADED and %q: %v, want %v:\n%s", tc.want, strings.Contains(text, tc.want), tc.has, text)
+			}
+		})
 	}
 }
 

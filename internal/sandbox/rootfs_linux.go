@@ -131,6 +131,11 @@ func buildHostTemplate(dir string) (*hostTemplate, error) {
 			return nil, fmt.Errorf("copying /etc/%s: %w", name, err)
 		}
 	}
+	// Fontconfig's cache: without it every program that draws text
+	// (Chromium, LibreOffice) scans every font at start, a second here.
+	if err := copyTree("/var/cache/fontconfig", filepath.Join(rootfs, "var", "cache", "fontconfig")); err != nil {
+		return nil, fmt.Errorf("copying the fontconfig cache: %w", err)
+	}
 	files := map[string]string{
 		"etc/hosts":       "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n",
 		"etc/resolv.conf": "", // network none: no resolver

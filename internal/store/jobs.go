@@ -169,7 +169,9 @@ func (db *DB) ChangeJob(ctx context.Context, id string, c jobs.Change) (*jobs.Jo
 		if len(c.From) > 0 && !slices.Contains(c.From, j.State) {
 			return errcode.WithReason(errcode.Conflict, "job_state", "job %s is %s", id, j.State)
 		}
-		if c.RiverID != 0 && j.RiverID != c.RiverID {
+		// A job whose queue job is not recorded yet (river_id 0) goes to
+		// the first queue job that claims it.
+		if c.RiverID != 0 && j.RiverID != 0 && j.RiverID != c.RiverID {
 			return errcode.WithReason(errcode.Conflict, "job_state", "job %s is run by another queue job", id)
 		}
 		now := time.Now().UTC()

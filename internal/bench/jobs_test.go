@@ -1,0 +1,264 @@
+package bench
+
+import (
+	"archive/zip"
+	"bytes"
+	"context"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/berthdev/berth/client"
+	"github.com/berthdev/berth/internal/apitype"
+	"github.com/berthdev/berth/internal/browser"
+	"github.com/berthdev/berth/internal/daemon"
+	"github.com/berthdev/berth/internal/jobs"
+	"github.com/berthdev/berth/internal/testenv"
+)
+
+// threePageHTML is the fixed document of the HTML to PDF benchmark.
+var threePageHTML = `<!doctype html><html><head><title>Benchmark</title><style>
+body { font: 14px/1.5 serif; margin: 0 } section { break-after: page } section:last-child { break-after: auto }
+table { border-collapse: collapse } td { border: 1px solid #999; padding: 2px 6px }</style></head><body>
+<section><h1>One</h1><p>` + loremIpsum + `</p><table>` + rows20 + `</table></section>
+<section><h1>Two</h1><p>` + loremIpsum + `</p><p>` + loremIpsum + `</p></section>
+<section><h1>Three</h1><p>` + loremIpsum + `</p></section></body></html>`
+
+const loremIpsum = `Lorem ipsum dolor sit amet, consectetur adipiscing elit, sed do eiusmod tempor incididunt ut
+labore et dolore magna aliqua. Ut enim ad minim veniam, quis nostrud exercitation ullamco laboris nisi ut aliquip ex
+ea commodo consequat. Duis aute irure dolor in reprehenderit in voluptate velit esse cillum dolore eu fugiat nulla.`
+
+var rows20 = strings.Repeat(`<tr><td>Item</td><td>42</td><td>3.14</td><td>Description of the row</td></tr>`, 20)
+
+func needJobs(b *testing.B) {
+	testenv.NeedRuntime(b, "container")
+	if browser.FindChromium() == "" {
+		testenv.Missing(b, "Chromium is not installed")
+	}
+}
+
+// jobsDaemon starts a daemon for job benchmarks: warm runtimes, and
+// capacity for the concurrent clients (one key is one user).
+func jobsDaemon(b *testing.B, pools map[string]int) *testenv.Daemon {
+	return testenv.StartDaemon(b, func(c *daemon.Config) {
+		c.JobPools = pools
+		c.JobCapacity = jobs.Capacity{Global: 20, Tenant: 20, User: 20}
+	})
+}
+
+// convert runs one job through the synchronous route and checks that a
+// file came back.
+func convert(ctx context.Context, c *client.Client, req apitype.CreateJobRequest, magic string) error {
+	rc, _, err := c.Convert(ctx, req)
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(rc)
+	if err != nil {
+		return err
+	}
+	if !bytes.HasPrefix(b, []byte(magic)) {
+		return fmt.Errorf("the output does not start with %q", magic)
+	}
+	return nil
+}
+
+// BenchmarkJobHTMLToPDF measures HTML to PDF of a fixed three-page
+// document through the API (POST /v1/convert/html-pdf: upload, queue, a
+// fresh container sandbox with Chromium up, print, validate, answer with
+// the PDF), sequentially against a one-shot chromium --headless
+// --print-to-pdf of the same file in the same run (interleaved), then its
+// throughput with 4 concurrent clients for 30 s. Targets: p50 <= 150 ms,
+// >= 7 conversions/s.
+func BenchmarkJobHTMLToPDF(b *testing.B) {
+	needJobs(b)
+	d := jobsDaemon(b, map[string]int{"browser": 4, "office": 0})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	req := apitype.CreateJobRequest{Action: "html-pdf", Inputs: map[string]apitype.JobInput{
+		"index.html": {ContentBase64: base64.StdEncoding.EncodeToString([]byte(threePageHTML))}}}
+	dir := b.TempDir()
+	in := filepath.Join(dir, "index.html")
+	if err := os.WriteFile(in, []byte(threePageHTML), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	chromium := browser.FindChromium()
+	oneShot := func() error {
+		out := filepath.Join(dir, "peer.pdf")
+		cmd := exec.CommandContext(ctx, chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-pdf-header-footer",
+			"--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run",
+			"--user-data-dir="+filepath.Join(dir, "profile"), "--print-to-pdf="+out, "file://"+in)
+		if b, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("%v: %s", err, b)
+		}
+		_, err := os.Stat(out)
+		return err
+	}
+	waitPool(ctx, b, d.Client)
+	n := min(b.N, 40)
+	var got, peer []time.Duration
+	b.ResetTimer()
+	for range n {
+		start := time.Now()
+		if err := convert(ctx, d.Client, req, "%PDF-"); err != nil {
+			b.Fatal(err)
+		}
+		got = append(got, time.Since(start))
+		b.StopTimer()
+		start = time.Now()
+		if err := oneShot(); err != nil {
+			b.Fatal(err)
+		}
+		peer = append(peer, time.Since(start))
+		// The next conversion comes as a pool refill would allow in
+		// steady use: wait for the pool, untimed.
+		waitPool(ctx, b, d.Client)
+		b.StartTimer()
+	}
+	b.StopTimer()
+	report(b, "HTML to PDF (3 pages), API to PDF", got, "one-shot chromium --print-to-pdf", peer, "p50 <= 150 ms")
+	if b.N == 1 {
+		return
+	}
+	// Throughput: 4 clients back to back for 30 s.
+	const clients, window = 4, 30 * time.Second
+	var done atomic.Int64
+	var lat []time.Duration
+	var mu sync.Mutex
+	tctx, tcancel := context.WithTimeout(ctx, window)
+	defer tcancel()
+	start := time.Now()
+	var wg sync.WaitGroup
+	for range clients {
+		wg.Go(func() {
+			for tctx.Err() == nil {
+				t0 := time.Now()
+				if err := convert(tctx, d.Client, req, "%PDF-"); err != nil {
+					if tctx.Err() == nil {
+						b.Error(err)
+					}
+					return
+				}
+				done.Add(1)
+				mu.Lock()
+				lat = append(lat, time.Since(t0))
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	rate := float64(done.Load()) / elapsed.Seconds()
+	b.ReportMetric(rate, "conv/s")
+	logSummary(b, fmt.Sprintf("HTML to PDF throughput, %d clients for %s: %.2f conversions/s (n=%d; latency p50 %.0fms p99 %.0fms); peer one-shot chromium p50 %.0fms = %.2f/s per core (target >= 7/s)",
+		clients, window, rate, done.Load(), ms(percentile(lat, 50)), ms(percentile(lat, 99)), ms(percentile(peer, 50)),
+		1/percentile(peer, 50).Seconds()))
+}
+
+// waitPool waits until the browser pool holds its runtimes again.
+func waitPool(ctx context.Context, b *testing.B, c *client.Client) {
+	b.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		sys, err := c.System(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if sys.Jobs.Pools[0].Ready >= sys.Jobs.Pools[0].Size {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	b.Fatal("the job runtime pool did not refill within a minute")
+}
+
+// BenchmarkJobDOCXToPDF measures DOCX to PDF through the API (a fresh
+// container sandbox, LibreOffice per job), against LibreOffice's own
+// one-shot conversion of the same file on the host. Target: p99 <= 2x p50.
+func BenchmarkJobDOCXToPDF(b *testing.B) {
+	needJobs(b)
+	testenv.NeedCommand(b, "soffice")
+	d := jobsDaemon(b, map[string]int{"browser": 0, "office": 1})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	doc := benchDOCX()
+	req := apitype.CreateJobRequest{Action: "office-pdf", Inputs: map[string]apitype.JobInput{
+		"report.docx": {ContentBase64: base64.StdEncoding.EncodeToString(doc)}}}
+	dir := b.TempDir()
+	in := filepath.Join(dir, "report.docx")
+	if err := os.WriteFile(in, doc, 0o644); err != nil {
+		b.Fatal(err)
+	}
+	profile := "file://" + filepath.Join(dir, "lo")
+	oneShot := func() error {
+		cmd := exec.CommandContext(ctx, "soffice", "--headless", "--norestore", "-env:UserInstallation="+profile,
+			"--convert-to", "pdf", "--outdir", dir, in)
+		cmd.Env = append(os.Environ(), "HOME="+dir)
+		if b, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("%v: %s", err, b)
+		}
+		return nil
+	}
+	if err := oneShot(); err != nil { // warm its profile, as the runner does
+		b.Fatal(err)
+	}
+	n := min(b.N, 15)
+	var got, peer []time.Duration
+	b.ResetTimer()
+	for range n {
+		start := time.Now()
+		if err := convert(ctx, d.Client, req, "%PDF-"); err != nil {
+			b.Fatal(err)
+		}
+		got = append(got, time.Since(start))
+		b.StopTimer()
+		start = time.Now()
+		if err := oneShot(); err != nil {
+			b.Fatal(err)
+		}
+		peer = append(peer, time.Since(start))
+		b.StartTimer()
+	}
+	b.StopTimer()
+	report(b, "DOCX to PDF, API to PDF", got, "one-shot soffice --convert-to pdf", peer, "p99 <= 2x p50")
+	if b.N > 1 {
+		logSummary(b, fmt.Sprintf("  DOCX p99/p50 = %.2f", ratio(percentile(got, 99), percentile(got, 50))))
+	}
+}
+
+// benchDOCX is a two-page Word document.
+func benchDOCX() []byte {
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	add := func(name, body string) {
+		w, _ := zw.Create(name)
+		_, _ = io.WriteString(w, body)
+	}
+	add("[Content_Types].xml", `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
+<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types">
+<Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/>
+<Default Extension="xml" ContentType="application/xml"/>
+<Override PartName="/word/document.xml" ContentType="application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"/>
+</Types>`)
+	add("_rels/.rels", `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
+<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">
+<Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" Target="word/document.xml"/>
+</Relationships>`)
+	var body strings.Builder
+	for i := range 30 {
+		fmt.Fprintf(&body, `<w:p><w:r><w:t>Paragraph %d. %s</w:t></w:r></w:p>`, i, loremIpsum)
+	}
+	add("word/document.xml", `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
+<w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body>`+body.String()+`</w:body></w:document>`)
+	_ = zw.Close()
+	return buf.Bytes()
+}
