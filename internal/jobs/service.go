@@ -163,13 +163,13 @@ func (s *Service) Start(ctx context.Context) error {
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &worker{s: s})
 	rc := &river.Config{
-		Logger:                      quietLogger(s.log),
-		Workers:                     workers,
-		FetchCooldown:               5 * time.Millisecond,
+		Logger:        quietLogger(s.log),
+		Workers:       workers,
+		FetchCooldown: 5 * time.Millisecond,
 		// Inserts wake the producer at once (riversqlite emulates
 		// LISTEN/NOTIFY); polling is the backstop and how snoozed jobs
 		// (waiting for capacity) come back.
-		FetchPollInterval: 200 * time.Millisecond,
+		FetchPollInterval:           200 * time.Millisecond,
 		MaxAttempts:                 s.cfg.MaxAttempts + 1, // the jobs table decides; River never gives up first
 		RescueStuckJobsAfter:        10 * time.Minute,
 		RetryPolicy:                 retryPolicy{},
