@@ -84,9 +84,9 @@ func serveRunner(ctx context.Context, r *runner.Runner, listen string, log *slog
 		<-started
 	}
 	log.Info("runner stopping")
-	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	shutCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
+	if err := srv.Shutdown(shutCtx); err != nil {
 		_ = srv.Close()
 	}
 	if err := r.Close(); err != nil && runErr == nil {

@@ -202,7 +202,7 @@ type xrefEntry struct {
 type doc struct {
 	r     io.ReaderAt
 	size  int64
-	shift int64 // added to every offset; see PDF
+	shift int64 // added to every offset; see openPDF
 
 	xref    map[int64]xrefEntry
 	trailer pdfDict

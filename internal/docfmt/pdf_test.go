@@ -458,3 +458,35 @@ func FuzzPDF(f *testing.F) {
 		}
 	})
 }
+
+// TestPDFXrefBomb is not parallel: it measures the process's allocations.
+// A few kilobytes of cross-reference stream list two million objects; the
+// map of them must not be built.
+func TestPDFXrefBomb(t *testing.T) {
+	const n = 2_000_000
+	w := newPDF("1.5")
+	w.obj(1, "<</Type /Catalog /Pages 2 0 R>>")
+	w.obj(2, "<</Type /Pages /Kids [3 0 R] /Count 1>>")
+	w.obj(3, "<</Type /Page /Parent 2 0 R /MediaBox [0 0 612 792]>>")
+	entries := make(map[int]xrefEntry, n)
+	for i := 1; i < n; i++ {
+		entries[i] = xrefEntry{1, w.offs[min(i, 3)], 0}
+	}
+	w.xrefStreamObj(n, n+1, entries, "/Root 1 0 R", false, true)
+	b := w.b.Bytes()
+	if len(b) > 100_000 {
+		t.Fatalf("the bomb is %d bytes, want it small", len(b))
+	}
+	var pages int
+	var err error
+	got := allocated(func() { pages, err = docfmt.PDF(bytes.NewReader(b), int64(len(b))) })
+	// The rows decompress to 14 MB; a map of two million entries would
+	// take several times that.
+	if got > 48<<20 {
+		t.Errorf("PDF() of a %d-byte file listing %d objects allocated %d MB, want under 48", len(b), n, got>>20)
+	}
+	// The file is otherwise sound: scanning finds its one page.
+	if pages != 1 || err != nil {
+		t.Errorf("PDF() = %d, %v; want 1, nil", pages, err)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"image/png"
 	"io"
+	"path"
 	"strconv"
 	"strings"
 	"time"
@@ -63,7 +64,8 @@ var zipTime = time.Date(1980, 1, 1, 0, 0, 0, 0, time.UTC)
 // after that gets no notes slide.
 //
 // When d is invalid Write returns an [errcode] error and writes nothing. An
-// error from w is returned wrapped and leaves w with a partial zip.
+// error from w is returned wrapped and leaves w with a partial zip. Write
+// only reads d, so concurrent calls, even with the same images, are safe.
 func Write(w io.Writer, d Deck) error {
 	width, height, err := validate(d)
 	if err != nil {
@@ -79,33 +81,33 @@ func Write(w io.Writer, d Deck) error {
 	}
 
 	p := &pkg{zw: zip.NewWriter(w)}
-	p.add("[Content_Types].xml", "", contentTypes(len(d.Slides), notes))
-	p.add("_rels/.rels", "", rootRels)
-	p.add("docProps/app.xml", "", appXML(len(d.Slides), notes))
-	p.add("docProps/core.xml", "", coreXML(cleanText(d.Title)))
-	p.add("ppt/presentation.xml", "", presentationXML(width, height, len(d.Slides), anyNotes))
-	p.add("ppt/_rels/presentation.xml.rels", "", presentationRels(len(d.Slides), anyNotes))
-	p.add("ppt/presProps.xml", "", presPropsXML)
-	p.add("ppt/viewProps.xml", "", viewPropsXML)
-	p.add("ppt/tableStyles.xml", "", tableStylesXML)
-	p.add("ppt/theme/theme1.xml", "", themeXML)
-	p.add("ppt/slideMasters/slideMaster1.xml", "", slideMasterXML)
-	p.add("ppt/slideMasters/_rels/slideMaster1.xml.rels", "", slideMasterRels)
-	p.add("ppt/slideLayouts/slideLayout1.xml", "", slideLayoutXML)
-	p.add("ppt/slideLayouts/_rels/slideLayout1.xml.rels", "", slideLayoutRels)
+	p.add("[Content_Types].xml", contentTypes(len(d.Slides), notes))
+	p.add("_rels/.rels", rootRels)
+	p.add("docProps/app.xml", appXML(len(d.Slides), notes))
+	p.add("docProps/core.xml", coreXML(cleanText(d.Title)))
+	p.add("ppt/presentation.xml", presentationXML(width, height, len(d.Slides), anyNotes))
+	p.add("ppt/_rels/presentation.xml.rels", presentationRels(len(d.Slides), anyNotes))
+	p.add("ppt/presProps.xml", presPropsXML)
+	p.add("ppt/viewProps.xml", viewPropsXML)
+	p.add("ppt/tableStyles.xml", tableStylesXML)
+	p.add("ppt/theme/theme1.xml", themeXML)
+	p.add("ppt/slideMasters/slideMaster1.xml", slideMasterXML)
+	p.add("ppt/slideMasters/_rels/slideMaster1.xml.rels", slideMasterRels)
+	p.add("ppt/slideLayouts/slideLayout1.xml", slideLayoutXML)
+	p.add("ppt/slideLayouts/_rels/slideLayout1.xml.rels", slideLayoutRels)
 	if anyNotes {
-		p.add("ppt/notesMasters/notesMaster1.xml", "", notesMasterXML(width, height))
-		p.add("ppt/notesMasters/_rels/notesMaster1.xml.rels", "", notesMasterRels)
-		p.add("ppt/theme/theme2.xml", "", themeXML)
+		p.add("ppt/notesMasters/notesMaster1.xml", notesMasterXML(width, height))
+		p.add("ppt/notesMasters/_rels/notesMaster1.xml.rels", notesMasterRels)
+		p.add("ppt/theme/theme2.xml", themeXML)
 	}
 	for i, s := range d.Slides {
 		n := i + 1
-		p.add(fmt.Sprintf("ppt/slides/slide%d.xml", n), "", slideXML(width, height))
-		p.add(fmt.Sprintf("ppt/slides/_rels/slide%d.xml.rels", n), "", slideRels(n, notes[i] != ""))
-		p.add(fmt.Sprintf("ppt/media/image%d.png", n), "store", s.Image)
+		p.add(fmt.Sprintf("ppt/slides/slide%d.xml", n), slideXML(width, height))
+		p.add(fmt.Sprintf("ppt/slides/_rels/slide%d.xml.rels", n), slideRels(n, notes[i] != ""))
+		p.add(fmt.Sprintf("ppt/media/image%d.png", n), s.Image)
 		if notes[i] != "" {
-			p.add(fmt.Sprintf("ppt/notesSlides/notesSlide%d.xml", n), "", notesSlideXML(notes[i]))
-			p.add(fmt.Sprintf("ppt/notesSlides/_rels/notesSlide%d.xml.rels", n), "", notesSlideRels(n))
+			p.add(fmt.Sprintf("ppt/notesSlides/notesSlide%d.xml", n), notesSlideXML(notes[i]))
+			p.add(fmt.Sprintf("ppt/notesSlides/_rels/notesSlide%d.xml.rels", n), notesSlideRels(n))
 		}
 	}
 	if p.err != nil {
@@ -153,14 +155,14 @@ type pkg struct {
 	err error
 }
 
-// add writes one entry, compressed unless method is "store" (PNG data does
-// not shrink further).
-func (p *pkg) add(name, method string, data []byte) {
+// add writes one entry, compressed unless it is a PNG: PNG data is
+// compressed already.
+func (p *pkg) add(name string, data []byte) {
 	if p.err != nil {
 		return
 	}
 	h := &zip.FileHeader{Name: name, Method: zip.Deflate, Modified: zipTime}
-	if method == "store" {
+	if path.Ext(name) == ".png" {
 		h.Method = zip.Store
 	}
 	f, err := p.zw.CreateHeader(h)

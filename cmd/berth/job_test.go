@@ -1,0 +1,76 @@
+package main_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/berthdev/berth/internal/browser"
+	"github.com/berthdev/berth/internal/daemon"
+	"github.com/berthdev/berth/internal/testenv"
+)
+
+// TestJobCommands runs a conversion as a user would: berth actions, berth
+// job run with inputs and options, then ls, get and cancel.
+func TestJobCommands(t *testing.T) {
+	if testenv.Runtime() != "process" {
+		t.Skip("job commands run in the process-runtime pass of make test (jobs always use container sandboxes)")
+	}
+	testenv.NeedRuntime(t, "container")
+	if browser.FindChromium() == "" {
+		testenv.Missing(t, "Chromium is not installed")
+	}
+	testenv.NeedCommand(t, "pdfinfo")
+	t.Parallel()
+	d := testenv.StartDaemon(t, func(c *daemon.Config) { c.JobPools = map[string]int{"browser": 1} })
+	c := newCLI(t, d)
+
+	r := c.ok("actions")
+	if !regexp.MustCompile(`(?m)^html-pdf\s+1\.0\.0\s+browser\s+available`).MatchString(r.stdout) {
+		t.Errorf("berth actions printed:\n%s\nwant html-pdf available", r.stdout)
+	}
+	c.fails(1, "ACTION_MISSING", "actions", "nope")
+
+	if err := os.WriteFile(filepath.Join(c.dir, "report.html"), []byte(
+		`<link rel="stylesheet" href="style.css"><h1>Report</h1><p style="break-after: page">one</p><p>two</p>`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(c.dir, "style.css"), []byte(`h1 { color: navy }`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r = c.ok("job", "run", "html-pdf", "--in", "index.html=report.html", "--in", "style.css", "--opt", "paper=A4", "--opt", "print_background=true")
+	// Not a terminal: one plain line per event, then where the file went.
+	for _, want := range []string{"queued", "starting", "running", "succeeded", "wrote index.pdf", "2 pages"} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("job run printed:\n%s\nwant %q", r.stderr, want)
+		}
+	}
+	out, err := exec.Command("pdfinfo", filepath.Join(c.dir, "index.pdf")).CombinedOutput()
+	if err != nil || !regexp.MustCompile(`Pages:\s+2`).Match(out) || !strings.Contains(string(out), "595.") {
+		t.Errorf("pdfinfo index.pdf: %v\n%s\nwant 2 A4 pages", err, out)
+	}
+	c.ok("job", "run", "html-pdf", "--in", "report.html", "--out", "named.pdf")
+	if _, err := os.Stat(filepath.Join(c.dir, "named.pdf")); err != nil {
+		t.Errorf("--out named.pdf: %v", err)
+	}
+
+	ls := c.ok("job", "ls")
+	ids := regexp.MustCompile(`(?m)^(job_\w+)\s+html-pdf\s+succeeded\s+1/3`).FindAllStringSubmatch(ls.stdout, -1)
+	if len(ids) != 2 {
+		t.Fatalf("job ls:\n%s\nwant two succeeded html-pdf jobs", ls.stdout)
+	}
+	if get := c.ok("job", "get", ids[0][1]).stdout; !strings.Contains(get, `"state": "succeeded"`) || !strings.Contains(get, `"pages": `) {
+		t.Errorf("job get printed:\n%s", get)
+	}
+	c.fails(1, "job_finished", "job", "cancel", ids[0][1])
+
+	// Bad input: a clear error, no job.
+	c.fails(1, "options.scale", "job", "run", "html-pdf", "--in", "report.html", "--opt", "scale=9")
+	c.fails(2, "--in", "job", "run", "html-pdf")
+	if n := len(regexp.MustCompile(`(?m)^job_`).FindAllString(c.ok("job", "ls").stdout, -1)); n != 2 {
+		t.Errorf("refused runs left jobs: %d listed, want 2", n)
+	}
+}
