@@ -30,7 +30,7 @@ func (a *app) doctorCommand() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			checks := hostChecks(a.dataDir())
-			checks = append(checks, a.daemonCheck(cmd.Context()))
+			checks = append(checks, a.daemonChecks(cmd.Context())...)
 			for _, c := range checks {
 				mark := "ok     "
 				if !c.ok {
@@ -135,19 +135,21 @@ func cgroupCheck() check {
 	return c
 }
 
-func (a *app) daemonCheck(ctx context.Context) check {
+// daemonChecks checks the running daemon, and each job action's health
+// as the daemon reports it (the reasons of GET /v1/actions).
+func (a *app) daemonChecks(ctx context.Context) []check {
 	c := check{name: "daemon"}
 	cl, err := a.client()
 	if err != nil {
 		c.detail, c.fix = err.Error(), "start it with: berth serve (or make run)"
-		return c
+		return []check{c}
 	}
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
 	sys, err := cl.System(ctx)
 	if err != nil {
 		c.detail, c.fix = fmt.Sprintf("%s: %v", cl.BaseURL(), err), "start it with: berth serve (or make run)"
-		return c
+		return []check{c}
 	}
 	var rts []string
 	for _, rt := range sys.Runtimes {
@@ -157,7 +159,19 @@ func (a *app) daemonCheck(ctx context.Context) check {
 	}
 	c.ok = true
 	c.detail = fmt.Sprintf("%s version %s, runtimes: %s, %d sandboxes", cl.BaseURL(), sys.Version, strings.Join(rts, ", "), sys.Counts.Sandboxes)
-	return c
+	out := []check{c}
+	actions, err := cl.Actions(ctx)
+	if err != nil {
+		return append(out, check{name: "job actions", detail: err.Error()})
+	}
+	for _, h := range actions {
+		ac := check{name: "action " + h.Name, ok: h.Available, detail: "available"}
+		if !h.Available {
+			ac.detail, ac.fix = h.Reason+": "+h.Message, h.Hint
+		}
+		out = append(out, ac)
+	}
+	return out
 }
 
 // runtimeWhy is the message of a runtime's unavailability.

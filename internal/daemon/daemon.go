@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -208,11 +209,14 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := jobSvc.Start(ctx); err != nil {
 		return err
 	}
-	defer func() {
+	// Jobs stop before pools drain: their runtime pools must not start
+	// sandboxes the drain would miss.
+	stopJobs := sync.OnceFunc(func() {
 		stopCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		jobSvc.Stop(stopCtx)
-	}()
+	})
+	defer stopJobs()
 	for _, h := range jobSvc.Actions() {
 		if h.Available {
 			log.Info("action available", "action", h.Name, "version", h.Version)
@@ -259,6 +263,7 @@ func Run(ctx context.Context, cfg Config) error {
 		stopRun()
 		<-watched
 		<-browsersDone
+		stopJobs()
 		// Pooled sandboxes are not anyone's: a stopped daemon leaves none.
 		drainCtx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()

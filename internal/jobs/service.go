@@ -538,16 +538,16 @@ func (s *Service) Submit(ctx context.Context, who Principal, req apitype.CreateJ
 	if err != nil {
 		return nil, false, err
 	}
-	// Queue it. Were the daemon to die right here, recovery queues every
-	// queued job River does not hold.
-	res, err := s.river.Insert(ctx, runArgs{JobID: j.ID}, nil)
-	if err != nil {
+	// Queue it. The queue job claims the row when it runs (river_id is 0
+	// until then). Were the daemon to die right here, recovery queues every
+	// queued job no queue job has claimed; a second queue job for the same
+	// row finds it claimed and does nothing.
+	if _, err := s.river.Insert(ctx, runArgs{JobID: j.ID}, nil); err != nil {
 		_, _ = s.change(context.WithoutCancel(ctx), j.ID, Change{From: []string{apitype.JobQueued}, To: apitype.JobFailed,
 			Error: &apitype.JobError{Code: string(errcode.Unavailable), Reason: "queue_unavailable", Message: "queueing the job failed", Retryable: true}})
 		return nil, false, errcode.Wrap(errcode.Unavailable, err, "queueing the job failed")
 	}
-	j, err = s.change(ctx, j.ID, Change{NewRiver: res.Job.ID})
-	return j, false, err
+	return j, false, nil
 }
 
 // repeat answers a request whose business_id names an earlier job.

@@ -393,7 +393,7 @@ func finalized(st rivertype.JobState) bool {
 // crash), temporary files, and blobs no job uses an hour after upload.
 func (s *Service) sweep(ctx context.Context) {
 	for {
-		s.sweepOnce(ctx)
+		s.Sweep(ctx)
 		select {
 		case <-ctx.Done():
 			return
@@ -402,9 +402,9 @@ func (s *Service) sweep(ctx context.Context) {
 	}
 }
 
-// sweepOnce is one pass of the sweeper.
-func (s *Service) sweepOnce(ctx context.Context) {
-	s.blobs.clearTemp(time.Hour)
+// Sweep is one pass of the sweeper.
+func (s *Service) Sweep(ctx context.Context) {
+	s.blobs.clearTemp(BlobGrace)
 	unused, err := s.store.UnusedBlobs(ctx, time.Now().Add(-BlobGrace))
 	if err != nil {
 		return
@@ -420,8 +420,13 @@ func (s *Service) sweepOnce(ctx context.Context) {
 	s.sweepSandboxes(ctx)
 }
 
-// BlobGrace is how long an upload no job names is kept.
-var BlobGrace = time.Hour
+// BlobGrace is how long an upload no job names, or a temporary file, is
+// kept; OrphanAge how old a job sandbox no pool or job holds must be to be
+// deleted (younger ones may be starting). Tests shorten them.
+var (
+	BlobGrace = time.Hour
+	OrphanAge = 2 * time.Minute
+)
 
 // sweepSandboxes deletes job sandboxes no pool and no job holds: those a
 // crashed daemon left, or a teardown that failed.
@@ -434,7 +439,7 @@ func (s *Service) sweepSandboxes(ctx context.Context) {
 		s.mu.Lock()
 		held := s.held[sb.ID]
 		s.mu.Unlock()
-		if held || time.Since(sb.CreatedAt) < 2*time.Minute {
+		if held || time.Since(sb.CreatedAt) < OrphanAge {
 			continue
 		}
 		s.log.Info("deleting an orphaned job sandbox", "sandbox_id", sb.ID)
