@@ -162,7 +162,8 @@ func fillPath(t *testing.T, rt httpapi.Route, sandboxID, commandID string) strin
 		id = "no-such-template"
 	}
 	p := strings.NewReplacer("{id}", id, "{cid}", commandID, "{tid}", terminalID, "{name}", "no-such-service",
-		"{port}", "8000", "{path...}", "some/path").Replace(rt.Path)
+		"{port}", "8000", "{path...}", "some/path", "{sha256}", strings.Repeat("0", 64),
+		"{action}", "no-such-action").Replace(rt.Path)
 	if strings.HasPrefix(rt.Path, "/v1/templates/{name}") {
 		p = strings.Replace(rt.Path, "{name}", "no-such-template", 1)
 	}

@@ -480,10 +480,11 @@ func TestPDFXrefBomb(t *testing.T) {
 	var pages int
 	var err error
 	got := allocated(func() { pages, err = docfmt.PDF(bytes.NewReader(b), int64(len(b))) })
-	// The rows decompress to 7 MB; a map of a million entries takes over
-	// 100 MB more.
-	if got > 40<<20 {
-		t.Errorf("PDF() of a %d-byte file listing %d objects allocated %d MB, want under 40", len(b), n, got>>20)
+	// The rows decompress to 7 MB (more with the buffers' growth and the
+	// race detector: 64 MB seen); building the map of a million entries
+	// took 174 MB. The bound sits between.
+	if got > 110<<20 {
+		t.Errorf("PDF() of a %d-byte file listing %d objects allocated %d MB, want under 110", len(b), n, got>>20)
 	}
 	// The file is otherwise sound: scanning finds its one page.
 	if pages != 1 || err != nil {

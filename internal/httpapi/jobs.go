@@ -52,11 +52,11 @@ func (s *Server) handleGetAction() http.Handler {
 			return
 		}
 		h := s.cfg.Jobs.Health(r.PathValue("name"))
-		status := http.StatusOK
 		if h.Reason == jobs.ActionMissing {
-			status = http.StatusNotFound
+			s.fail(w, r, errcode.WithReason(errcode.NotFound, jobs.ActionMissing, "%s (%s)", h.Message, h.Hint))
+			return
 		}
-		wire.Encode(w, status, h)
+		wire.Encode(w, http.StatusOK, h)
 	})
 }
 

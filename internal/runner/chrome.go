@@ -16,6 +16,7 @@ import (
 	"github.com/chromedp/cdproto/css"
 	"github.com/chromedp/cdproto/dom"
 	"github.com/chromedp/cdproto/fetch"
+	cdpio "github.com/chromedp/cdproto/io"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/target"
@@ -61,7 +62,10 @@ type tabResult struct {
 }
 
 // warmURL is the blank page a tab made ahead shows, between jobs only.
+// It has a line of text, so that it takes fonts and layout into use.
 const warmURL = "http://" + siteHost + "/"
+
+var warmPage = []byte(`<!DOCTYPE html><html><head><title></title></head><body><p style="color:#fff">berth</p></body></html>`)
 
 // interceptWorkers bounds the requests answered at once.
 const interceptWorkers = 8
@@ -127,8 +131,37 @@ func startChrome(ctx context.Context, exe string, log *slog.Logger) (*chrome, er
 		c.close()
 		return nil, err
 	}
+	if err := warmPrint(ctx, t); err != nil {
+		t.cancel()
+		c.close()
+		return nil, err
+	}
 	c.next <- tabResult{t: t}
 	return c, nil
+}
+
+// warmPrint prints the blank page once, so that the first job does not
+// pay for the first use of Chromium's PDF path (fonts, PDF backend).
+func warmPrint(ctx context.Context, t *tab) error {
+	wctx, cancel := context.WithTimeout(t.ctx, 10*time.Second)
+	defer cancel()
+	stop := context.AfterFunc(ctx, cancel)
+	defer stop()
+	res, err := chromedp.Call(wctx, page.PrintToPDF, page.PrintToPDFParams{TransferMode: page.PrintToPDFTransferModeReturnAsStream})
+	if err != nil {
+		return fmt.Errorf("printing a blank page: %w", err)
+	}
+	for {
+		chunk, err := chromedp.Call(wctx, cdpio.Read, cdpio.ReadParams{Handle: res.Stream, Size: pdfChunk})
+		if err != nil {
+			return fmt.Errorf("printing a blank page: %w", err)
+		}
+		if chunk.EOF {
+			break
+		}
+	}
+	_, err = chromedp.Call(wctx, cdpio.Close, cdpio.CloseParams{Handle: res.Stream})
+	return err
 }
 
 // setup turns on the browser-wide interception (it covers every tab,
@@ -226,8 +259,11 @@ func (c *chrome) answer(ev fetch.EventRequestPaused) {
 	if s := c.site.Load(); s != nil {
 		err = s.answer(ctx, ev)
 	} else if ev.Request.URL == warmURL {
-		_, err = chromedp.CallBrowser(ctx, fetch.FulfillRequest, fetch.FulfillRequestParams{RequestID: ev.RequestID, ResponseCode: 200,
-			ResponseHeaders: []*fetch.HeaderEntry{{Name: "Content-Type", Value: "text/html"}, {Name: "Cache-Control", Value: "no-store"}}})
+		_, err = chromedp.CallBrowser(ctx, fetch.FulfillRequest, fetch.FulfillRequestParams{
+			RequestID: ev.RequestID, ResponseCode: http.StatusOK, Body: warmPage,
+			ResponseHeaders: []*fetch.HeaderEntry{
+				{Name: "Content-Type", Value: "text/html; charset=utf-8"}, {Name: "Cache-Control", Value: "no-store"}},
+		})
 	} else {
 		_, err = chromedp.CallBrowser(ctx, fetch.FailRequest, fetch.FailRequestParams{
 			RequestID: ev.RequestID, ErrorReason: network.ErrorReasonBlockedByClient})
@@ -313,13 +349,16 @@ func (c *chrome) takeTab(ctx context.Context) (*tab, error) {
 // new tab its renderer process.
 func (c *chrome) recycle(t *tab) {
 	c.wg.Go(func() {
+		t0 := time.Now()
 		t.cancel() // closes the tab, and waits (briefly) until it is gone
 		if c.ctx.Err() != nil {
 			c.next <- tabResult{err: errors.New("the browser is closed")}
 			return
 		}
+		t1 := time.Now()
 		nt, err := c.newTab(c.ctx)
 		c.next <- tabResult{t: nt, err: err}
+		c.log.Debug("tab recycled", "close_ms", ms(t1.Sub(t0)), "open_ms", ms(time.Since(t1)), "err", err)
 	})
 }
 

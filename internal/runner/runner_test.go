@@ -383,8 +383,9 @@ func TestHTMLPDFTiming(t *testing.T) {
 			t.Fatalf("pages = %d, want 3", res.Outputs[0].Pages)
 		}
 		ds = append(ds, d)
-		// As the daemon does: a job, its answer, then the next one.
-		time.Sleep(100 * time.Millisecond)
+		// Warm, as a pooled runner is when its job comes: the next tab is
+		// made.
+		testenv.Eventually(t, 30*time.Second, "the next job's tab", func() bool { return len(f.r.chrome.next) == 1 })
 	}
 	first := ds[0]
 	ds = ds[1:]
@@ -700,14 +701,15 @@ func TestWaits(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, jobspec.ProfileBrowser)
 	f.write("late.txt", []byte("LATE-DATA"))
-	// After its load event the page fetches three times, 300 ms apart
-	// (less than the 500 ms that count as idle), then writes what it got;
+	// After its load event the page fetches ten times, 100 ms apart
+	// (well under the 500 ms that count as idle, even on a loaded
+	// machine), then writes what it got;
 	// the other page writes after a second.
 	f.write("index.html", []byte(`<html><body><p>LOADED</p><script>
 const later = (n) => setTimeout(() => fetch('late.txt').then(r => r.text()).then(t => {
   if (n > 1) { later(n - 1); return; }
-  const p = document.createElement('p'); p.textContent = t; document.body.append(p); }), 300);
-addEventListener('load', () => later(3));
+  const p = document.createElement('p'); p.textContent = t; document.body.append(p); }), 100);
+addEventListener('load', () => later(10));
 </script></body></html>`))
 	f.write("delay.html", []byte(`<html><body><p>LOADED</p><script>
 addEventListener('load', () => setTimeout(() => document.body.append('DELAYED-TEXT'), 1000));
