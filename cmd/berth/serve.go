@@ -37,6 +37,7 @@ func (a *app) serveCommand() *cobra.Command {
 		outputCap, maxUpload                  = sizeValue(agent.DefaultOutputCap), sizeValue(agent.DefaultMaxUpload)
 		jobsRuntime, actionsDir, soffice      string
 		jobWorkers                            bool
+		jobReuse                              int
 		jobPools                              []string
 		jobCap                                = jobs.DefaultCapacity
 	)
@@ -73,6 +74,9 @@ sandboxes keep running and are re-adopted by the next start.`,
 				}
 				jp[name] = size
 			}
+			if jobReuse < 1 || jobReuse > 1000 {
+				return usageError{fmt.Errorf("--job-runtime-reuse must be 1-1000")}
+			}
 			if jobCap.Global < 1 || jobCap.Tenant < 1 || jobCap.User < 1 {
 				return usageError{fmt.Errorf("--jobs-max, --jobs-max-per-tenant and --jobs-max-per-user must be at least 1")}
 			}
@@ -85,7 +89,7 @@ sandboxes keep running and are re-adopted by the next start.`,
 				PreviewDomain: previewDomain, WarmPools: pools, Logger: log,
 				Chromium: chromium, MaxBrowserSessions: maxBrowserSessions, BrowserIdleTimeout: browserIdle,
 				JobsRuntime: jobsRuntime, NoJobWorkers: !jobWorkers, JobCapacity: jobCap, JobPools: jp,
-				ActionsDir: actionsDir, JobChromium: chromium, Soffice: soffice,
+				ActionsDir: actionsDir, JobChromium: chromium, Soffice: soffice, JobReuse: jobReuse,
 			})
 		},
 	}
@@ -107,6 +111,8 @@ sandboxes keep running and are re-adopted by the next start.`,
 	f.IntVar(&jobCap.Global, "jobs-max", jobCap.Global, "most jobs starting or running at once")
 	f.IntVar(&jobCap.Tenant, "jobs-max-per-tenant", jobCap.Tenant, "most jobs starting or running at once per tenant")
 	f.IntVar(&jobCap.User, "jobs-max-per-user", jobCap.User, "most jobs starting or running at once per user (API key)")
+	f.IntVar(&jobReuse, "job-runtime-reuse", 1,
+		"jobs one job runtime serves, one tenant's only, each in a fresh browser context (1: a fresh sandbox per job)")
 	f.StringVar(&actionsDir, "actions-dir", "", "directory of action bundles (one directory each, with a berth-action.json manifest)")
 	f.StringVar(&soffice, "soffice", "", "LibreOffice binary of office jobs (default: soffice on PATH)")
 	f.StringVar(&logFormat, "log-format", "text", "log format: text or json")

@@ -47,10 +47,11 @@ func needJobs(b *testing.B) {
 
 // jobsDaemon starts a daemon for job benchmarks: warm runtimes, and
 // capacity for the concurrent clients (one key is one user).
-func jobsDaemon(b *testing.B, pools map[string]int) *testenv.Daemon {
+func jobsDaemon(b *testing.B, pools map[string]int, reuse int) *testenv.Daemon {
 	return testenv.StartDaemon(b, func(c *daemon.Config) {
 		c.JobPools = pools
 		c.JobCapacity = jobs.Capacity{Global: 20, Tenant: 20, User: 20}
+		c.JobReuse = reuse
 	})
 }
 
@@ -81,7 +82,7 @@ func convert(ctx context.Context, c *client.Client, req apitype.CreateJobRequest
 // >= 7 conversions/s.
 func BenchmarkJobHTMLToPDF(b *testing.B) {
 	needJobs(b)
-	d := jobsDaemon(b, map[string]int{"browser": 4, "office": 0})
+	d := jobsDaemon(b, map[string]int{"browser": 4, "office": 0}, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	req := apitype.CreateJobRequest{Action: "html-pdf", Inputs: map[string]apitype.JobInput{
@@ -129,7 +130,33 @@ func BenchmarkJobHTMLToPDF(b *testing.B) {
 	if b.N == 1 {
 		return
 	}
-	// Throughput: 4 clients back to back for 30 s.
+	// Throughput: 4 clients back to back for 30 s, a fresh sandbox per
+	// job; then the same with runtimes reused for one tenant's jobs
+	// (--job-runtime-reuse 100: a fresh browser context per job).
+	rate := throughput(ctx, b, d.Client, req)
+	b.ReportMetric(rate.perSecond, "conv/s")
+	logSummary(b, fmt.Sprintf("HTML to PDF throughput, fresh sandbox per job, 4 clients for 30s: %s; peer one-shot chromium p50 %.0fms (target >= 7/s)",
+		rate, ms(percentile(peer, 50))))
+	reused := jobsDaemon(b, map[string]int{"browser": 4, "office": 0}, 100)
+	waitPool(ctx, b, reused.Client)
+	rate = throughput(ctx, b, reused.Client, req)
+	b.ReportMetric(rate.perSecond, "reuse-conv/s")
+	logSummary(b, fmt.Sprintf("HTML to PDF throughput, runtimes reused (--job-runtime-reuse 100), 4 clients for 30s: %s", rate))
+}
+
+type rateResult struct {
+	perSecond float64
+	n         int64
+	lat       []time.Duration
+}
+
+func (r rateResult) String() string {
+	return fmt.Sprintf("%.2f conversions/s (n=%d; latency p50 %.0fms p99 %.0fms)", r.perSecond, r.n,
+		ms(percentile(r.lat, 50)), ms(percentile(r.lat, 99)))
+}
+
+// throughput runs 4 clients converting back to back for 30 s.
+func throughput(ctx context.Context, b *testing.B, c *client.Client, req apitype.CreateJobRequest) rateResult {
 	const clients, window = 4, 30 * time.Second
 	var done atomic.Int64
 	var lat []time.Duration
@@ -142,7 +169,7 @@ func BenchmarkJobHTMLToPDF(b *testing.B) {
 		wg.Go(func() {
 			for tctx.Err() == nil {
 				t0 := time.Now()
-				if err := convert(tctx, d.Client, req, "%PDF-"); err != nil {
+				if err := convert(tctx, c, req, "%PDF-"); err != nil {
 					if tctx.Err() == nil {
 						b.Error(err)
 					}
@@ -156,12 +183,7 @@ func BenchmarkJobHTMLToPDF(b *testing.B) {
 		})
 	}
 	wg.Wait()
-	elapsed := time.Since(start)
-	rate := float64(done.Load()) / elapsed.Seconds()
-	b.ReportMetric(rate, "conv/s")
-	logSummary(b, fmt.Sprintf("HTML to PDF throughput, %d clients for %s: %.2f conversions/s (n=%d; latency p50 %.0fms p99 %.0fms); peer one-shot chromium p50 %.0fms = %.2f/s per core (target >= 7/s)",
-		clients, window, rate, done.Load(), ms(percentile(lat, 50)), ms(percentile(lat, 99)), ms(percentile(peer, 50)),
-		1/percentile(peer, 50).Seconds()))
+	return rateResult{perSecond: float64(done.Load()) / time.Since(start).Seconds(), n: done.Load(), lat: lat}
 }
 
 // waitPool waits until the browser pool holds its runtimes again.
@@ -187,7 +209,7 @@ func waitPool(ctx context.Context, b *testing.B, c *client.Client) {
 func BenchmarkJobDOCXToPDF(b *testing.B) {
 	needJobs(b)
 	testenv.NeedCommand(b, "soffice")
-	d := jobsDaemon(b, map[string]int{"browser": 0, "office": 1})
+	d := jobsDaemon(b, map[string]int{"browser": 0, "office": 1}, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	doc := benchDOCX()

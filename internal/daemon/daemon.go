@@ -67,6 +67,7 @@ type Config struct {
 	JobChromium  string
 	Soffice      string
 	JobProfiles  map[string]jobs.Profile // tests shorten timeouts
+	JobReuse     int                     // jobs per runtime (1: a fresh sandbox each)
 	Logger       *slog.Logger
 	// Ready, if set, is called with the listening address once the daemon
 	// serves.
@@ -201,7 +202,7 @@ func Run(ctx context.Context, cfg Config) error {
 	jobSvc, err := jobs.New(jobs.Config{
 		DataDir: dataDir, Runtime: jobsRuntime, Chromium: cfg.JobChromium, Soffice: cfg.Soffice,
 		Capacity: cfg.JobCapacity, Pools: cfg.JobPools, Workers: !cfg.NoJobWorkers, ActionsDir: cfg.ActionsDir,
-		Profiles: cfg.JobProfiles, Logger: log,
+		Profiles: cfg.JobProfiles, Reuse: cfg.JobReuse, Logger: log,
 	}, db, riverDB, mgr)
 	if err != nil {
 		return err

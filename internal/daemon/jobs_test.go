@@ -877,3 +877,61 @@ func testImage(w, h int) image.Image {
 	}
 	return img
 }
+
+// jobSandbox returns the sandbox a job's (last) attempt ran in, from its
+// events.
+func jobSandbox(t *testing.T, c *client.Client, id string) string {
+	t.Helper()
+	sb := ""
+	err := c.JobEvents(context.Background(), id, 0, func(ev apitype.JobEvent) error {
+		if m := regexp.MustCompile(`sbx_\w+`).FindString(ev.Message); m != "" {
+			sb = m
+		}
+		return nil
+	})
+	if err != nil || sb == "" {
+		t.Fatalf("job %s names no sandbox in its events (%v)", id, err)
+	}
+	return sb
+}
+
+// TestJobRuntimeReuse: with --job-runtime-reuse 2 a tenant's second job
+// runs in the sandbox of its first, without the first's files; its third
+// in a new one; and another tenant never shares a sandbox with the first.
+func TestJobRuntimeReuse(t *testing.T) {
+	needJobs(t)
+	t.Parallel()
+	ctx := context.Background()
+	d := testenv.StartDaemon(t, func(c *daemon.Config) { c.JobReuse = 2 })
+	key, err := d.Client.CreateKey(ctx, apitype.CreateKeyRequest{Name: "other", Scope: "execution"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := client.New(d.URL, key.Secret)
+	// The page shows old.txt if the job has it, NO-OLD-FILE if not.
+	reader := []byte(`<p id=o>x</p><script>fetch("old.txt").then(r => r.ok ? r.text() : "NO-OLD-FILE")
+.then(t => document.getElementById("o").textContent = t)</script>`)
+	withOld := apitype.CreateJobRequest{Action: "html-pdf", Options: json.RawMessage(`{"wait_network_idle": true}`),
+		Inputs: map[string]apitype.JobInput{"index.html": inline(reader), "old.txt": inline([]byte("OLD-CONTENT"))}}
+	withoutOld := apitype.CreateJobRequest{Action: "html-pdf", Options: json.RawMessage(`{"wait_network_idle": true}`),
+		Inputs: map[string]apitype.JobInput{"index.html": inline(reader)}}
+	dir := t.TempDir()
+
+	first := runJob(t, d.Client, withOld)
+	if text := pdfText(t, output(t, d.Client, first, dir)); !strings.Contains(text, "OLD-CONTENT") {
+		t.Fatalf("the control job does not show its own old.txt:\n%s", text)
+	}
+	second := runJob(t, d.Client, withoutOld)
+	if text := pdfText(t, output(t, d.Client, second, dir)); !strings.Contains(text, "NO-OLD-FILE") {
+		t.Errorf("the second job saw the first job's file:\n%s", text)
+	}
+	third := runJob(t, d.Client, withoutOld)
+	s1, s2, s3 := jobSandbox(t, d.Client, first.ID), jobSandbox(t, d.Client, second.ID), jobSandbox(t, d.Client, third.ID)
+	if s1 != s2 || s3 == s2 {
+		t.Errorf("sandboxes of three jobs = %s %s %s, want the first two the same (reuse 2) and the third new", s1, s2, s3)
+	}
+	j := runJob(t, other, withoutOld)
+	if sb := jobSandbox(t, other, j.ID); sb == s1 || sb == s3 {
+		t.Errorf("another tenant's job ran in sandbox %s of the first tenant's", sb)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"sync"
 	"time"
@@ -40,12 +41,18 @@ func DefaultProfile(name string) Profile {
 	}
 }
 
-// runtime is a fresh job sandbox with its runner up: used by one job,
-// then deleted.
+// runtime is a job sandbox with its runner up. By default it serves one
+// job and is deleted; with Config.Reuse above 1 it serves up to that many
+// jobs of one tenant, one after another, each in a fresh browser context
+// with the inputs and outputs of the one before removed.
 type runtime struct {
 	sandboxID string
 	agent     *agent.Client
 	profile   string
+
+	tenant string    // the tenant of its first job: the only one it serves
+	jobs   int       // jobs it has served
+	idle   time.Time // when it was given back
 }
 
 // runtimePool keeps pre-started runtimes of one profile, so a job gets a
@@ -58,8 +65,9 @@ type runtimePool struct {
 	kick    chan struct{}
 
 	mu       sync.Mutex
-	failures int    // consecutive failed starts
-	lastErr  string // the last start's error
+	failures int                   // consecutive failed starts
+	lastErr  string                // the last start's error
+	used     map[string][]*runtime // given back after a job, by tenant (Reuse > 1)
 }
 
 func newRuntimePool(s *Service, profile string, size int) *runtimePool {
@@ -67,8 +75,17 @@ func newRuntimePool(s *Service, profile string, size int) *runtimePool {
 		kick: make(chan struct{}, 1)}
 }
 
-// take returns a ready runtime, or starts one when none is.
-func (p *runtimePool) take(ctx context.Context) (*runtime, error) {
+// take returns a runtime for a job of tenant: one it used before (when
+// runtimes are reused), a fresh one from the pool, or one started now.
+func (p *runtimePool) take(ctx context.Context, tenant string) (*runtime, error) {
+	p.mu.Lock()
+	if list := p.used[tenant]; len(list) > 0 {
+		rt := list[len(list)-1]
+		p.used[tenant] = list[:len(list)-1]
+		p.mu.Unlock()
+		return rt, nil
+	}
+	p.mu.Unlock()
 	select {
 	case rt := <-p.ready:
 		p.wake()
@@ -85,6 +102,72 @@ func (p *runtimePool) wake() {
 	default:
 	}
 }
+
+// giveBack ends a runtime's job: it is deleted, or, when runtimes are
+// reused and this one may serve more, emptied and kept for its tenant.
+// reusable is false when the job's failure may have left it unsound.
+func (p *runtimePool) giveBack(ctx context.Context, rt *runtime, tenant string, reusable bool) {
+	rt.jobs++
+	if rt.tenant == "" {
+		rt.tenant = tenant
+	}
+	if !reusable || rt.jobs >= p.s.cfg.Reuse || rt.tenant != tenant || ctx.Err() != nil {
+		p.s.discard(rt)
+		return
+	}
+	for _, dir := range []string{"in", "out"} {
+		q := url.Values{"path": {dir}, "recursive": {"true"}}
+		resp, err := rt.agent.Do(ctx, http.MethodDelete, "/v1/files", q, nil)
+		if err != nil {
+			if !errcode.Is(err, errcode.NotFound) {
+				p.s.discard(rt)
+				return
+			}
+			continue
+		}
+		resp.Body.Close()
+	}
+	if h, err := runnerHealth(ctx, rt.agent); err != nil || h.RunnerAPI != jobspec.RunnerAPI {
+		p.s.discard(rt)
+		return
+	}
+	rt.idle = time.Now()
+	p.mu.Lock()
+	if p.used == nil {
+		p.used = map[string][]*runtime{}
+	}
+	p.used[tenant] = append(p.used[tenant], rt)
+	p.mu.Unlock()
+}
+
+// expire deletes runtimes given back longer than ReuseIdle ago (all of
+// them when all is set).
+func (p *runtimePool) expire(all bool) {
+	p.mu.Lock()
+	var gone []*runtime
+	for tenant, list := range p.used {
+		kept := list[:0]
+		for _, rt := range list {
+			if all || time.Since(rt.idle) > ReuseIdle {
+				gone = append(gone, rt)
+			} else {
+				kept = append(kept, rt)
+			}
+		}
+		if len(kept) == 0 {
+			delete(p.used, tenant)
+		} else {
+			p.used[tenant] = kept
+		}
+	}
+	p.mu.Unlock()
+	for _, rt := range gone {
+		p.s.discard(rt)
+	}
+}
+
+// ReuseIdle is how long a reused runtime waits for its tenant's next job.
+var ReuseIdle = 30 * time.Second
 
 // health is why the pool's runtimes do not start, or "".
 func (p *runtimePool) health() string {
@@ -110,6 +193,7 @@ func (p *runtimePool) note(err error) {
 // run keeps the pool full until ctx ends, then deletes what it holds.
 func (p *runtimePool) run(ctx context.Context) {
 	defer func() {
+		p.expire(true)
 		for {
 			select {
 			case rt := <-p.ready:
@@ -148,6 +232,8 @@ func (p *runtimePool) run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-p.kick:
+		case <-time.After(ReuseIdle / 2):
+			p.expire(false)
 		}
 	}
 }

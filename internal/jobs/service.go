@@ -65,6 +65,12 @@ type Config struct {
 	MaxAttempts int
 	// ActionsDir holds action bundles, one directory each.
 	ActionsDir string
+	// Reuse is how many jobs one runtime serves (1, the default: a fresh
+	// sandbox per job). Above 1 a runtime serves up to that many jobs of
+	// the tenant of its first, one after another, each in a fresh browser
+	// context with the previous job's files removed: more throughput, less
+	// isolation between one tenant's jobs.
+	Reuse int
 	// Profiles overrides profile defaults (tests shorten timeouts).
 	Profiles map[string]Profile
 	Logger   *slog.Logger
@@ -111,6 +117,9 @@ func New(cfg Config, store Store, riverDB *sql.DB, mgr *sandbox.Manager) (*Servi
 	}
 	if cfg.Pools == nil {
 		cfg.Pools = DefaultPools
+	}
+	if cfg.Reuse <= 0 {
+		cfg.Reuse = 1
 	}
 	if cfg.MaxAttempts <= 0 {
 		cfg.MaxAttempts = 3

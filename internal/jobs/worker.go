@@ -163,8 +163,9 @@ func ignoreState(err error) error {
 
 // attempt runs the job once in a fresh sandbox and returns its stored,
 // validated outputs.
-func (s *Service) attempt(ctx context.Context, j *Job, a *action, prof Profile) (_ []apitype.FileRef, blocked []string, _ *failure) {
-	rt, err := s.pools[a.spec.Profile].take(ctx)
+func (s *Service) attempt(ctx context.Context, j *Job, a *action, prof Profile) (_ []apitype.FileRef, blocked []string, ferr *failure) {
+	pool := s.pools[a.spec.Profile]
+	rt, err := pool.take(ctx, j.Tenant)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, nil, ctxFailure(ctx)
@@ -172,7 +173,12 @@ func (s *Service) attempt(ctx context.Context, j *Job, a *action, prof Profile) 
 		return nil, nil, &failure{JobError: apitype.JobError{Code: string(errcode.Unavailable), Reason: "runtime_start",
 			Message: errMessage(err), Retryable: true}, cause: err}
 	}
-	defer s.discard(rt)
+	// The runtime is kept for the tenant's next job only when this one
+	// ended cleanly: succeeded, or failed for its own input.
+	defer func() {
+		reusable := ferr == nil || (!ferr.Retryable && ferr.Reason != "canceled" && ferr.Reason != "timeout")
+		pool.giveBack(context.WithoutCancel(ctx), rt, j.Tenant, reusable && ctx.Err() == nil)
+	}()
 	sandboxID := rt.sandboxID
 	// Stage the bundle's files and the inputs.
 	for name, b := range a.files {

@@ -284,9 +284,12 @@ func (c *chrome) closePopup(info target.Info) {
 	_, _ = chromedp.CallBrowser(ctx, target.CloseTarget, target.CloseTargetParams{TargetID: info.TargetID})
 }
 
-// newTab opens a blank tab.
+// newTab opens a blank tab in a browser context of its own: a runtime
+// that serves several jobs (the daemon's --job-runtime-reuse) gives each a
+// fresh one, with no cookie, storage, cache or service worker of the one
+// before. Closing the tab disposes of its context.
 func (c *chrome) newTab(ctx context.Context) (*tab, error) {
-	tctx, cancel := chromedp.NewContext(c.ctx)
+	tctx, cancel := chromedp.NewContext(c.ctx, chromedp.WithNewBrowserContext())
 	if err := firstRun(ctx, tctx, 30*time.Second); err != nil {
 		cancel()
 		return nil, fmt.Errorf("opening a tab: %w", err)

@@ -1093,3 +1093,28 @@ func TestSniffOffice(t *testing.T) {
 		}
 	}
 }
+
+// TestJobsDoNotShareState runs two jobs in one runner, as a reused
+// runtime does: what the first page stores (a cookie, localStorage) is not
+// there for the second, which has a browser context of its own.
+func TestJobsDoNotShareState(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, jobspec.ProfileBrowser)
+	f.write("set.html", []byte(`<html><body><p id=o>x</p><script>
+document.cookie = "secret=COOKIE-ONE; path=/"; localStorage.setItem("secret", "STORAGE-ONE");
+document.getElementById("o").textContent = "SET " + document.cookie + " " + localStorage.getItem("secret");
+</script></body></html>`))
+	f.write("get.html", []byte(`<html><body><p id=o>x</p><script>
+document.getElementById("o").textContent = "GOT [" + document.cookie + "] [" + localStorage.getItem("secret") + "]";
+</script></body></html>`))
+	// The control: in its own job the page reads what it stored.
+	path, _ := f.mustRun(jobspec.Request{Action: jobspec.HTMLPDF, Main: "set.html"}, resultPDF, "application/pdf")
+	if text := pdfText(t, path); !strings.Contains(text, "COOKIE-ONE") || !strings.Contains(text, "STORAGE-ONE") {
+		t.Fatalf("the first job could not store state:\n%s", text)
+	}
+	path, _ = f.mustRun(jobspec.Request{Action: jobspec.HTMLPDF, Main: "get.html"}, resultPDF, "application/pdf")
+	text := pdfText(t, path)
+	if !strings.Contains(text, "GOT [] [null]") {
+		t.Errorf("the second job saw the first's state:\n%s", text)
+	}
+}
