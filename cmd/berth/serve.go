@@ -38,6 +38,7 @@ func (a *app) serveCommand() *cobra.Command {
 		jobsRuntime, actionsDir, soffice      string
 		jobWorkers                            bool
 		jobReuse                              int
+		jobRetention                          time.Duration
 		jobPools                              []string
 		jobCap                                = jobs.DefaultCapacity
 	)
@@ -90,6 +91,7 @@ sandboxes keep running and are re-adopted by the next start.`,
 				Chromium: chromium, MaxBrowserSessions: maxBrowserSessions, BrowserIdleTimeout: browserIdle,
 				JobsRuntime: jobsRuntime, NoJobWorkers: !jobWorkers, JobCapacity: jobCap, JobPools: jp,
 				ActionsDir: actionsDir, JobChromium: chromium, Soffice: soffice, JobReuse: jobReuse,
+				JobRetention: jobRetention,
 			})
 		},
 	}
@@ -113,6 +115,7 @@ sandboxes keep running and are re-adopted by the next start.`,
 	f.IntVar(&jobCap.User, "jobs-max-per-user", jobCap.User, "most jobs starting or running at once per user (API key)")
 	f.IntVar(&jobReuse, "job-runtime-reuse", 1,
 		"jobs one job runtime serves, one tenant's only, each in a fresh browser context (1: a fresh sandbox per job)")
+	f.DurationVar(&jobRetention, "job-retention", jobs.DefaultRetention, "how long finished jobs, their events and files are kept")
 	f.StringVar(&actionsDir, "actions-dir", "", "directory of action bundles (one directory each, with a berth-action.json manifest)")
 	f.StringVar(&soffice, "soffice", "", "LibreOffice binary of office jobs (default: soffice on PATH)")
 	f.StringVar(&logFormat, "log-format", "text", "log format: text or json")

@@ -68,6 +68,7 @@ type Config struct {
 	Soffice      string
 	JobProfiles  map[string]jobs.Profile // tests shorten timeouts
 	JobReuse     int                     // jobs per runtime (1: a fresh sandbox each)
+	JobRetention time.Duration           // how long finished jobs are kept
 	Logger       *slog.Logger
 	// Ready, if set, is called with the listening address once the daemon
 	// serves.
@@ -202,7 +203,7 @@ func Run(ctx context.Context, cfg Config) error {
 	jobSvc, err := jobs.New(jobs.Config{
 		DataDir: dataDir, Runtime: jobsRuntime, Chromium: cfg.JobChromium, Soffice: cfg.Soffice,
 		Capacity: cfg.JobCapacity, Pools: cfg.JobPools, Workers: !cfg.NoJobWorkers, ActionsDir: cfg.ActionsDir,
-		Profiles: cfg.JobProfiles, Reuse: cfg.JobReuse, Logger: log,
+		Profiles: cfg.JobProfiles, Reuse: cfg.JobReuse, Retention: cfg.JobRetention, Logger: log,
 	}, db, riverDB, mgr)
 	if err != nil {
 		return err

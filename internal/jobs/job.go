@@ -112,6 +112,10 @@ type Store interface {
 	// JobsInStates lists jobs in any of states, oldest first.
 	JobsInStates(ctx context.Context, states ...string) ([]*Job, error)
 
+	// DeleteFinishedJobs deletes jobs finished before cutoff, with their
+	// events (their files become unused, for the sweeper).
+	DeleteFinishedJobs(ctx context.Context, cutoff time.Time) (int, error)
+
 	PutBlob(ctx context.Context, b Blob) error
 	GetBlob(ctx context.Context, sha string) (*Blob, error)
 	// UnusedBlobs lists blobs created before cutoff that no job uses.

@@ -71,10 +71,16 @@ type Config struct {
 	// context with the previous job's files removed: more throughput, less
 	// isolation between one tenant's jobs.
 	Reuse int
+	// Retention is how long a finished job (its record, events and files)
+	// is kept; 0 takes DefaultRetention.
+	Retention time.Duration
 	// Profiles overrides profile defaults (tests shorten timeouts).
 	Profiles map[string]Profile
 	Logger   *slog.Logger
 }
+
+// DefaultRetention keeps finished jobs a week.
+const DefaultRetention = 7 * 24 * time.Hour
 
 // DefaultPools keeps two browser runtimes and one office runtime warm.
 var DefaultPools = map[string]int{jobspec.ProfileBrowser: 2, jobspec.ProfileOffice: 1}
@@ -117,6 +123,9 @@ func New(cfg Config, store Store, riverDB *sql.DB, mgr *sandbox.Manager) (*Servi
 	}
 	if cfg.Pools == nil {
 		cfg.Pools = DefaultPools
+	}
+	if cfg.Retention <= 0 {
+		cfg.Retention = DefaultRetention
 	}
 	if cfg.Reuse <= 0 {
 		cfg.Reuse = 1

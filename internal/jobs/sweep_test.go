@@ -30,7 +30,8 @@ func TestSweep(t *testing.T) {
 	mgr := sandbox.NewManager(sandbox.Config{DataDir: dir, AgentBinary: testenv.Binary(t), DefaultRuntime: "process"},
 		db, sandbox.ProcessRuntime{})
 	defer mgr.Close()
-	svc, err := jobs.New(jobs.Config{DataDir: dir, Runtime: "none"}, db, nil, mgr)
+	// Finished jobs are kept a millisecond, unfinished ones forever.
+	svc, err := jobs.New(jobs.Config{DataDir: dir, Runtime: "none", Retention: time.Millisecond}, db, nil, mgr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,6 +49,18 @@ func TestSweep(t *testing.T) {
 		Tenant: "t", Owner: "u", RequestSHA256: "x", Inputs: []apitype.FileRef{{Name: "index.html", SHA256: used.SHA256}},
 		MaxAttempts: 3, CreatedAt: now, UpdatedAt: now}
 	if err := db.InsertJob(ctx, job, apitype.JobEvent{Type: apitype.JobQueued}); err != nil {
+		t.Fatal(err)
+	}
+	done, err := svc.PutFile(ctx, strings.NewReader("<p>done</p>"), "index.html")
+	if err != nil {
+		t.Fatal(err)
+	}
+	finished := *job
+	finished.ID, finished.Inputs = "job_sweepdone", []apitype.FileRef{{Name: "index.html", SHA256: done.SHA256}}
+	if err := db.InsertJob(ctx, &finished, apitype.JobEvent{Type: apitype.JobQueued}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ChangeJob(ctx, finished.ID, jobs.Change{To: apitype.JobCanceled}); err != nil {
 		t.Fatal(err)
 	}
 	stale := filepath.Join(dir, "files", "tmp", "put-stale")
@@ -103,5 +116,14 @@ func TestSweep(t *testing.T) {
 	}
 	if _, err := mgr.Get(ctx, user.ID); err != nil {
 		t.Errorf("a user's sandbox was swept: %v", err)
+	}
+	if _, err := db.GetJob(ctx, finished.ID); err == nil {
+		t.Error("a job finished before its retention survived")
+	}
+	if _, err := db.GetJob(ctx, job.ID); err != nil {
+		t.Errorf("an unfinished job was swept: %v", err)
+	}
+	if _, err := svc.Blobs().Ref(ctx, done.SHA256); err == nil {
+		t.Error("the file of a deleted job survived")
 	}
 }

@@ -395,8 +395,9 @@ func finalized(st rivertype.JobState) bool {
 	return st == rivertype.JobStateCompleted || st == rivertype.JobStateCancelled || st == rivertype.JobStateDiscarded
 }
 
-// sweep removes, every minute: job sandboxes nobody holds (left by a
-// crash), temporary files, and blobs no job uses an hour after upload.
+// sweep removes, every minute: jobs finished longer ago than the
+// retention, job sandboxes nobody holds (left by a crash), temporary
+// files, and blobs no job uses an hour after upload.
 func (s *Service) sweep(ctx context.Context) {
 	for {
 		s.Sweep(ctx)
@@ -410,6 +411,11 @@ func (s *Service) sweep(ctx context.Context) {
 
 // Sweep is one pass of the sweeper.
 func (s *Service) Sweep(ctx context.Context) {
+	if n, err := s.store.DeleteFinishedJobs(ctx, time.Now().Add(-s.cfg.Retention)); err != nil {
+		s.log.Warn("deleting old jobs", "err", err)
+	} else if n > 0 {
+		s.log.Info("deleted finished jobs past their retention", "jobs", n)
+	}
 	s.blobs.clearTemp(BlobGrace)
 	unused, err := s.store.UnusedBlobs(ctx, time.Now().Add(-BlobGrace))
 	if err != nil {

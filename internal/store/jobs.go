@@ -272,6 +272,15 @@ func (db *DB) ActiveJobs(ctx context.Context, tenant, owner string) (global, ofT
 	return
 }
 
+func (db *DB) DeleteFinishedJobs(ctx context.Context, cutoff time.Time) (int, error) {
+	res, err := db.w.ExecContext(ctx, `DELETE FROM jobs WHERE finished_at IS NOT NULL AND finished_at < $1`, formatTime(cutoff))
+	if err != nil {
+		return 0, err
+	}
+	n, err := res.RowsAffected()
+	return int(n), err
+}
+
 func (db *DB) PutBlob(ctx context.Context, b jobs.Blob) error {
 	_, err := db.w.ExecContext(ctx, `INSERT INTO blobs (sha256, size, mime, created_at) VALUES ($1, $2, $3, $4)
 		ON CONFLICT (sha256) DO UPDATE SET created_at = excluded.created_at`, b.SHA256, b.Size, b.MIME, formatTime(b.CreatedAt))
