@@ -543,6 +543,11 @@ func (s *Session) waitFor(ctx context.Context, t *tab, a apitype.BrowserAction) 
 	}
 	for {
 		ok, err := s.waitCondition(ctx, t, tgt, state, a.URL, a.LoadState)
+		if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			// The deadline cut a look short (a busy machine can take the
+			// whole timeout for one): the condition was not seen to hold.
+			return nil, errcode.WithReason(errcode.DeadlineExceeded, "wait_timeout", "the condition did not hold before the timeout")
+		}
 		if err != nil {
 			return nil, err
 		}

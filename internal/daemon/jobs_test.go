@@ -180,6 +180,10 @@ func TestJobHTMLToPDF(t *testing.T) {
 	if types := eventTypes(t, d.Client, j.ID); !isSubsequence([]string{"queued", "starting", "running", "succeeded"}, types) {
 		t.Errorf("events = %v, want queued, starting, running, succeeded in order", types)
 	}
+	if m := metricsText(t, d); !strings.Contains(m, `berth_jobs_finished_total{action="html-pdf",state="succeeded"} 1`) ||
+		!strings.Contains(m, `berth_job_runtimes_ready{profile="browser"}`) {
+		t.Errorf("/metrics lacks the finished job or the runtime pool:\n%s", m)
+	}
 
 	// Options reach printToPDF: A4 landscape with a footer.
 	opts := json.RawMessage(`{"paper": "A4", "landscape": true, "footer_template": "<div style='font-size:9px'>Footer <span class='pageNumber'></span></div>", "margin_bottom": 0.6}`)
@@ -934,4 +938,17 @@ func TestJobRuntimeReuse(t *testing.T) {
 	if sb := jobSandbox(t, other, j.ID); sb == s1 || sb == s3 {
 		t.Errorf("another tenant's job ran in sandbox %s of the first tenant's", sb)
 	}
+}
+
+func metricsText(t *testing.T, d *testenv.Daemon) string {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, d.URL+"/metrics", nil)
+	req.Header.Set("Authorization", "Bearer "+d.Token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
 }

@@ -89,6 +89,9 @@ func New(cfg Config) *Server {
 			return float64(counts["running"])
 		}),
 	)
+	if cfg.Jobs != nil {
+		s.reg.MustRegister(cfg.Jobs.Collectors()...)
+	}
 	if cfg.Sandboxes != nil {
 		for _, p := range cfg.Sandboxes.Config().Pools {
 			s.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{

@@ -97,6 +97,7 @@ type Service struct {
 	actions  map[string]*action
 	profiles map[string]Profile
 	pools    map[string]*runtimePool
+	metrics  *metrics
 
 	admitMu sync.Mutex // capacity check and the move to starting, together
 
@@ -145,7 +146,7 @@ func New(cfg Config, store Store, riverDB *sql.DB, mgr *sandbox.Manager) (*Servi
 		return nil, err
 	}
 	s := &Service{cfg: cfg, log: cfg.Logger, store: store, blobs: blobs, mgr: mgr, riverDB: riverDB,
-		actions: actions, profiles: map[string]Profile{}, pools: map[string]*runtimePool{},
+		actions: actions, profiles: map[string]Profile{}, pools: map[string]*runtimePool{}, metrics: newMetrics(),
 		running: map[string]context.CancelCauseFunc{}, subs: map[string]map[chan struct{}]bool{}, held: map[string]bool{}}
 	for _, name := range profiles {
 		s.profiles[name] = DefaultProfile(name)
@@ -698,6 +699,9 @@ func (s *Service) change(ctx context.Context, id string, c Change) (*Job, error)
 	j, err := s.store.ChangeJob(ctx, id, c)
 	if err != nil {
 		return nil, err
+	}
+	if c.To != "" && apitype.JobTerminal(c.To) {
+		s.metrics.finish(j)
 	}
 	s.mu.Lock()
 	for ch := range s.subs[id] {
