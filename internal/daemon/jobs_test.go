@@ -952,3 +952,33 @@ func metricsText(t *testing.T, d *testenv.Daemon) string {
 	b, _ := io.ReadAll(resp.Body)
 	return string(b)
 }
+
+// TestJobsOnGVisor runs an HTML and an office job in gVisor sandboxes
+// (--jobs-runtime gvisor), in the gvisor pass of make test.
+func TestJobsOnGVisor(t *testing.T) {
+	if testenv.Runtime() != "gvisor" {
+		t.Skip("runs in the gvisor pass of make test")
+	}
+	testenv.NeedRuntime(t, "gvisor")
+	if browser.FindChromium() == "" {
+		testenv.Missing(t, "Chromium is not installed")
+	}
+	testenv.NeedCommand(t, "soffice")
+	testenv.NeedCommand(t, "pdfinfo")
+	t.Parallel()
+	d := testenv.StartDaemon(t, func(c *daemon.Config) { c.JobsRuntime = "gvisor" })
+	if sys, err := d.Client.System(context.Background()); err != nil || sys.Jobs.Runtime != "gvisor" {
+		t.Fatalf("jobs runtime = %q (%v), want gvisor", sys.Jobs.Runtime, err)
+	}
+	dir := t.TempDir()
+	j := runJob(t, d.Client, apitype.CreateJobRequest{Action: "html-pdf", Inputs: threePages()})
+	if info := pdfInfo(t, output(t, d.Client, j, dir)); info["Pages"] != "3" {
+		t.Errorf("html-pdf under gVisor: %s pages, want 3", info["Pages"])
+	}
+	j = runJob(t, d.Client, apitype.CreateJobRequest{Action: "office-pdf",
+		Inputs: map[string]apitype.JobInput{"report.docx": inline(docx("Under gVisor", "Page two"))}})
+	p := output(t, d.Client, j, dir)
+	if info := pdfInfo(t, p); info["Pages"] != "2" || !strings.Contains(pdfText(t, p), "Under gVisor") {
+		t.Errorf("office-pdf under gVisor: %s pages, text %q", info["Pages"], pdfText(t, p))
+	}
+}
