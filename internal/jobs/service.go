@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"database/sql"
@@ -519,7 +520,7 @@ func (s *Service) Submit(ctx context.Context, who Principal, req apitype.CreateJ
 			if err != nil {
 				return nil, false, errcode.InvalidFields(map[string]string{"inputs." + name + ".content_base64": "is not base64"})
 			}
-			ref, err = s.blobs.Put(ctx, strings.NewReader(string(b)), MaxInputBytes, name)
+			ref, err = s.blobs.Put(ctx, bytes.NewReader(b), MaxInputBytes, name)
 		}
 		if err != nil {
 			return nil, false, err
@@ -740,6 +741,7 @@ func (s *Service) Cancel(ctx context.Context, who Principal, id string) (*Job, e
 	if err != nil {
 		return nil, err
 	}
+	tries := 0
 	for {
 		switch j.State {
 		case apitype.JobCanceled:
@@ -770,8 +772,13 @@ func (s *Service) Cancel(ctx context.Context, who Principal, id string) (*Job, e
 			cancel := s.running[id]
 			s.mu.Unlock()
 			if cancel == nil {
-				// Between the states: the work has not registered yet or
-				// just ended. Look again shortly.
+				// Between the states: its work has just ended, or the
+				// daemon is stopping (the next start requeues it). Look
+				// again shortly, for a while.
+				if tries++; tries > 200 || ctx.Err() != nil {
+					return nil, errcode.WithReason(errcode.Unavailable, "job_busy",
+						"job %s is %s and not running here; try again", id, j.State)
+				}
 				time.Sleep(10 * time.Millisecond)
 				if j, err = s.store.GetJob(ctx, id); err != nil {
 					return nil, err

@@ -79,17 +79,6 @@ func (s *Service) work(ctx context.Context, riverID int64, id string) error {
 	}
 	prof := s.profiles[a.spec.Profile]
 
-	workCtx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	s.mu.Lock()
-	s.running[id] = cancel
-	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		delete(s.running, id)
-		s.mu.Unlock()
-	}()
-
 	// Capacity: over a bound, wait without using an attempt.
 	s.admitMu.Lock()
 	global, tenant, user, err := s.store.ActiveJobs(ctx, j.Tenant, j.Owner)
@@ -117,6 +106,18 @@ func (s *Service) work(ctx context.Context, riverID int64, id string) error {
 	if err != nil {
 		return ignoreState(err)
 	}
+	// From here on a cancel reaches this work (and only the work that
+	// owns the job registers).
+	workCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	s.mu.Lock()
+	s.running[id] = cancel
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.running, id)
+		s.mu.Unlock()
+	}()
 
 	hard, stopHard := context.WithTimeoutCause(workCtx, prof.HardDeadline, errHardDeadline)
 	defer stopHard()
@@ -131,7 +132,7 @@ func (s *Service) work(ctx context.Context, riverID int64, id string) error {
 	from := []string{apitype.JobStarting, apitype.JobRunning}
 	if errors.Is(context.Cause(workCtx), errCanceled) {
 		_, err := s.change(finalCtx, id, Change{From: from, RiverID: riverID, To: apitype.JobCanceled, Blocked: blocked,
-			Event: apitype.JobEvent{Message: "canceled while " + j.State + "; its sandbox was killed"}})
+			Event: apitype.JobEvent{Message: "canceled while it ran; its sandbox was deleted"}})
 		return ignoreState(err)
 	}
 	if ctx.Err() != nil {
