@@ -376,7 +376,11 @@ func TestJobOfficeToPDF(t *testing.T) {
 }
 
 // TestJobGuards renders a page that reaches for local files and a
-// private address: it gets nothing, the job still succeeds, and the
+// private (loopback) address every way SECURITY.md's NET-08, NET-11 and
+// NET-12 list: subresources, CSS imports and fonts, prefetch, fetch,
+// WebSocket, EventSource, beacons, a service worker, meta refresh, script
+// navigation, file:, view-source: and chrome: frames. The server gets
+// nothing, the PDF shows nothing of it, the job still succeeds, and the
 // blocked requests are reported.
 func TestJobGuards(t *testing.T) {
 	needJobs(t)
@@ -402,8 +406,19 @@ func TestJobGuards(t *testing.T) {
 <img src="file:///etc/hostname">
 <iframe src="` + srv.URL + `/frame" width="600" height="100"></iframe>
 <img src="` + srv.URL + `/img.png">
+<link rel="stylesheet" href="` + srv.URL + `/style.css">
+<link rel="prefetch" href="` + srv.URL + `/prefetch"><link rel="preconnect" href="` + srv.URL + `">
+<style>@import url("` + srv.URL + `/import.css"); @font-face { font-family: X; src: url("` + srv.URL + `/font.woff"); }
+body { font-family: X, serif; background: url("` + srv.URL + `/bg.png"); }</style>
+<iframe src="view-source:file:///etc/passwd"></iframe><iframe src="chrome://version"></iframe>
+<iframe srcdoc="<meta http-equiv=refresh content='0;url=` + srv.URL + `/refresh'>"></iframe>
 <script>fetch("` + srv.URL + `/fetch").then(r => r.text()).then(t => document.body.append(t)).catch(e => document.body.append("fetch failed"));
-fetch("file:///etc/passwd").then(r => r.text()).then(t => document.body.append(t)).catch(e => {});</script>
+fetch("file:///etc/passwd").then(r => r.text()).then(t => document.body.append(t)).catch(e => {});
+try { new WebSocket("` + strings.Replace(srv.URL, "http:", "ws:", 1) + `/ws"); } catch (e) {}
+try { new EventSource("` + srv.URL + `/events"); } catch (e) {}
+try { navigator.sendBeacon("` + srv.URL + `/beacon", "x"); } catch (e) {}
+try { navigator.serviceWorker.register("` + srv.URL + `/sw.js").catch(e => {}); } catch (e) {}
+setTimeout(() => { try { location.href = "` + srv.URL + `/navigate"; } catch (e) {} }, 50);</script>
 </body></html>`
 	j := runJob(t, d.Client, apitype.CreateJobRequest{Action: "html-pdf",
 		Inputs: map[string]apitype.JobInput{"index.html": inline([]byte(page))}, Options: json.RawMessage(`{"wait_delay_ms": 300}`)})
