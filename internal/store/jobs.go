@@ -64,7 +64,8 @@ func (db *DB) InsertJob(ctx context.Context, j *jobs.Job, ev apitype.JobEvent) e
 			return err
 		}
 		for _, in := range j.Inputs {
-			if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO job_files (job_id, sha256, role) VALUES ($1, $2, 'input')`,
+			if _, err := tx.ExecContext(ctx, `INSERT INTO job_files (job_id, sha256, role) VALUES ($1, $2, 'input')
+				ON CONFLICT DO NOTHING`,
 				j.ID, in.SHA256); err != nil {
 				return err
 			}
@@ -221,7 +222,8 @@ func (db *DB) ChangeJob(ctx context.Context, id string, c jobs.Change) (*jobs.Jo
 			return err
 		}
 		for _, o := range c.Outputs {
-			if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO job_files (job_id, sha256, role) VALUES ($1, $2, 'output')`,
+			if _, err := tx.ExecContext(ctx, `INSERT INTO job_files (job_id, sha256, role) VALUES ($1, $2, 'output')
+				ON CONFLICT DO NOTHING`,
 				id, o.SHA256); err != nil {
 				return err
 			}
