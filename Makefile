@@ -81,6 +81,12 @@ fuzz:
 	go test -run '^$$' -fuzz '^FuzzCleanPath$$' -fuzztime $(FUZZTIME) ./internal/agent
 	go test -run '^$$' -fuzz '^FuzzDecodeJSON$$' -fuzztime $(FUZZTIME) ./internal/wire
 	go test -run '^$$' -fuzz '^FuzzUnpack$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 0 ./internal/image
+	go test -run '^$$' -fuzz '^FuzzPDF$$' -fuzztime $(FUZZTIME) ./internal/docfmt
+	go test -run '^$$' -fuzz '^FuzzPPTX$$' -fuzztime $(FUZZTIME) ./internal/docfmt
+	go test -run '^$$' -fuzz '^FuzzPNG$$' -fuzztime $(FUZZTIME) ./internal/docfmt
+	go test -run '^$$' -fuzz '^FuzzNotes$$' -fuzztime $(FUZZTIME) ./internal/pptx
+	go test -run '^$$' -fuzz '^FuzzRedactURL$$' -fuzztime $(FUZZTIME) ./internal/browser
+	go test -run '^$$' -fuzz '^FuzzTargetValid$$' -fuzztime $(FUZZTIME) ./internal/browser
 
 ## clean: remove build output (never the data directory ./.berth).
 clean:

@@ -175,7 +175,7 @@ func (s *Session) navigate(ctx context.Context, t *tab, u string) (any, error) {
 	resp, err := chromedp.RunResponse(ctx, chromedp.Navigate(u))
 	if err != nil {
 		if strings.Contains(err.Error(), "net::") {
-			return nil, errcode.WithReason(errcode.Unavailable, "navigation_failed", "navigating to %s failed: %v", redactURL(u), err)
+			return nil, errcode.WithReason(errcode.Unavailable, "navigation_failed", "navigating to %s failed: %v", RedactURL(u), err)
 		}
 		return nil, err
 	}

@@ -195,7 +195,7 @@ func (m *Manager) sharedContext() (*sharedBrowser, error) {
 	}
 	// The first Run starts the browser, which lives as long as that call's
 	// context: it gets none of its own, and the wait is bounded instead.
-	if err := firstRun(ctx, 30*time.Second); err != nil {
+	if err := FirstRun(context.Background(), ctx, 30*time.Second); err != nil {
 		cancel()
 		return nil, errcode.Wrap(errcode.Unavailable, err, "starting Chromium failed")
 	}
@@ -498,12 +498,13 @@ func (m *Manager) callTimeout(ms int64) (time.Duration, error) {
 	return d, nil
 }
 
-// firstRun runs the first (empty) action of a chromedp context, which
-// starts its browser or opens its tab, waiting at most d. The run itself
-// must not carry a deadline: chromedp ends the browser or tab with it.
-func firstRun(ctx context.Context, d time.Duration) error {
+// FirstRun runs the first (empty) action of chromedp context cdpCtx,
+// which starts its browser or opens its tab, waiting at most d or until ctx
+// ends. The run itself must not carry a deadline: chromedp ends the browser
+// or tab with it.
+func FirstRun(ctx, cdpCtx context.Context, d time.Duration) error {
 	done := make(chan error, 1)
-	go func() { done <- chromedp.Do(ctx) }()
+	go func() { done <- chromedp.Do(cdpCtx) }()
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -511,5 +512,7 @@ func firstRun(ctx context.Context, d time.Duration) error {
 		return err
 	case <-t.C:
 		return fmt.Errorf("no answer within %s", d)
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }

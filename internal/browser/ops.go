@@ -175,7 +175,7 @@ func (s *Session) download(ctx context.Context, t *tab, a apitype.BrowserAction)
 	if err != nil {
 		return nil, err
 	}
-	return apitype.BrowserDownload{Filename: filepath.Base(r.name), URL: redactURL(r.url), Size: int64(len(b)),
+	return apitype.BrowserDownload{Filename: filepath.Base(r.name), URL: RedactURL(r.url), Size: int64(len(b)),
 		Base64: base64.StdEncoding.EncodeToString(b)}, nil
 }
 
@@ -338,7 +338,7 @@ func (s *Session) record(ev any) {
 		s.diag.add(de)
 	case *network.EventResponseReceived:
 		if e.Response != nil && e.Type == network.ResourceTypeDocument || e.Response != nil && e.Response.Status >= 400 {
-			s.diag.add(apitype.BrowserEvent{Kind: "response", URL: redactURL(e.Response.URL), Status: e.Response.Status})
+			s.diag.add(apitype.BrowserEvent{Kind: "response", URL: RedactURL(e.Response.URL), Status: e.Response.Status})
 		}
 	case *network.EventLoadingFailed:
 		s.diag.add(apitype.BrowserEvent{Kind: "request_failed", Text: e.ErrorText})

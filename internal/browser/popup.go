@@ -44,7 +44,7 @@ func (s *Session) onPopup(root context.Context, info target.Info) {
 	defer cancel()
 	closeIt := func(why string) {
 		_, _ = chromedp.CallBrowser(ctx, target.CloseTarget, target.CloseTargetParams{TargetID: info.TargetID})
-		s.diag.add(apitype.BrowserEvent{Kind: "blocked", URL: redactURL(info.URL), Text: why})
+		s.diag.add(apitype.BrowserEvent{Kind: "blocked", URL: RedactURL(info.URL), Text: why})
 		s.dropPage(info.TargetID)
 	}
 	if info.URL != "" && allowedURL(info.URL) != nil {

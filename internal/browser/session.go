@@ -128,7 +128,7 @@ func (s *Session) start(ctx context.Context) error {
 		// browser (and only it) to a Playwright or Puppeteer client.
 		opts := append(s.m.allocatorOptions(s.dir),
 			chromedp.Flag("remote-debugging-address", "127.0.0.1"), chromedp.Flag("remote-debugging-port", "0"), remote.WebSocket,
-			// A loaded machine may take a while to start Chromium: as long as firstRun waits.
+			// A loaded machine may take a while to start Chromium: as long as FirstRun waits.
 			chromedp.WSURLReadTimeout(30*time.Second))
 		allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 		parent = allocCtx
@@ -167,7 +167,7 @@ func (s *Session) newTab(ctx context.Context, parent context.Context, opts ...ch
 // makeTab opens a page under parent, not yet any session's.
 func makeTab(parent context.Context, opts ...chromedp.ContextOption) (*tab, error) {
 	tctx, cancel := chromedp.NewContext(parent, opts...)
-	if err := firstRun(tctx, 30*time.Second); err != nil {
+	if err := FirstRun(context.Background(), tctx, 30*time.Second); err != nil {
 		cancel()
 		return nil, err
 	}
@@ -278,7 +278,7 @@ func (s *Session) onEvent(t *tab, ev any) {
 	case *page.EventWindowOpen:
 		if allowedURL(e.URL) != nil {
 			// Chromium refuses such popups for web pages itself; note it.
-			s.diag.add(apitype.BrowserEvent{Kind: "blocked", URL: redactURL(e.URL), Text: "popup"})
+			s.diag.add(apitype.BrowserEvent{Kind: "blocked", URL: RedactURL(e.URL), Text: "popup"})
 		}
 	}
 }
@@ -419,7 +419,7 @@ func allowedURL(raw string) error {
 	}
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" {
-		return errcode.WithReason(errcode.Invalid, "url_blocked", "%q is not an absolute http or https URL", redactURL(raw))
+		return errcode.WithReason(errcode.Invalid, "url_blocked", "%q is not an absolute http or https URL", RedactURL(raw))
 	}
 	switch strings.ToLower(u.Scheme) {
 	case "http", "https":
@@ -432,15 +432,27 @@ func allowedURL(raw string) error {
 	return nil
 }
 
-// redactURL is a URL fit for logs and diagnostics: no credentials, query
-// or fragment.
-func redactURL(raw string) string {
+// MaxRedactedURL bounds what RedactURL returns.
+const MaxRedactedURL = 512
+
+// RedactURL is a URL fit for logs, diagnostics and reports of blocked
+// requests: scheme, host and path, without credentials, query or fragment,
+// at most MaxRedactedURL bytes; an opaque URL (data:, about:) is its
+// scheme only.
+func RedactURL(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return "(unparsable URL)"
 	}
-	u.User, u.RawQuery, u.Fragment, u.RawFragment = nil, "", "", ""
-	return u.String()
+	if u.Opaque != "" {
+		return u.Scheme + ":"
+	}
+	u.User, u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = nil, "", false, "", ""
+	s := u.String()
+	if len(s) > MaxRedactedURL {
+		s = s[:MaxRedactedURL]
+	}
+	return s
 }
 
 // openError keeps a caller's mistake (an unknown timezone, say) as it is,

@@ -26,6 +26,7 @@ import (
 	"github.com/riverqueue/river/rivermigrate"
 
 	"github.com/berthdev/berth/internal/apitype"
+	"github.com/berthdev/berth/internal/browser"
 	"github.com/berthdev/berth/internal/errcode"
 	"github.com/berthdev/berth/internal/ident"
 	"github.com/berthdev/berth/internal/jobspec"
@@ -333,7 +334,7 @@ func (s *Service) profileProblem(profile string) string {
 			if _, err := os.Stat(s.cfg.Chromium); err != nil {
 				return fmt.Sprintf("Chromium %s is missing", s.cfg.Chromium)
 			}
-		} else if findChromium() == "" {
+		} else if browser.FindChromium() == "" {
 			return "no Chromium is installed (chromium-headless-shell or chromium)"
 		}
 	case jobspec.ProfileOffice:
@@ -348,16 +349,6 @@ func (s *Service) profileProblem(profile string) string {
 	if p := s.pools[profile]; p != nil {
 		if why := p.health(); why != "" {
 			return "its sandboxes fail to start: " + why
-		}
-	}
-	return ""
-}
-
-// findChromium looks for the browsers the runner would use.
-func findChromium() string {
-	for _, c := range []string{"chromium-headless-shell", "/usr/lib/chromium/chromium-headless-shell", "chromium"} {
-		if p, err := exec.LookPath(c); err == nil {
-			return p
 		}
 	}
 	return ""

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -21,6 +20,8 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
+
+	"github.com/berthdev/berth/internal/browser"
 )
 
 // chrome is the runner's browser: one Chromium, one blank tab made ahead
@@ -113,7 +114,7 @@ func startChrome(ctx context.Context, exe string, log *slog.Logger) (*chrome, er
 	}
 	// The first run starts the browser, which lives as long as that run's
 	// context: it gets none, and the wait is bounded instead.
-	if err := firstRun(ctx, bctx, startTimeout); err != nil {
+	if err := browser.FirstRun(ctx, bctx, startTimeout); err != nil {
 		c.cancel()
 		return nil, err
 	}
@@ -270,7 +271,7 @@ func (c *chrome) answer(ev fetch.EventRequestPaused) {
 	}
 	if err != nil && ctx.Err() == nil && c.ctx.Err() == nil {
 		// The request is gone (its page closed) or the browser is.
-		c.log.Debug("answering a request", "url", redactURL(ev.Request.URL), "err", err)
+		c.log.Debug("answering a request", "url", browser.RedactURL(ev.Request.URL), "err", err)
 	}
 }
 
@@ -290,7 +291,7 @@ func (c *chrome) closePopup(info target.Info) {
 // before. Closing the tab disposes of its context.
 func (c *chrome) newTab(ctx context.Context) (*tab, error) {
 	tctx, cancel := chromedp.NewContext(c.ctx, chromedp.WithNewBrowserContext())
-	if err := firstRun(ctx, tctx, 30*time.Second); err != nil {
+	if err := browser.FirstRun(ctx, tctx, 30*time.Second); err != nil {
 		cancel()
 		return nil, fmt.Errorf("opening a tab: %w", err)
 	}
@@ -381,41 +382,4 @@ func (c *chrome) close() {
 		}
 	default:
 	}
-}
-
-// firstRun runs the first (empty) action of a chromedp context, which
-// starts its browser or opens its tab, waiting at most d or until ctx
-// ends. The run itself must not carry a deadline: chromedp ends the browser
-// or tab with it.
-func firstRun(ctx, cdpCtx context.Context, d time.Duration) error {
-	done := make(chan error, 1)
-	go func() { done <- chromedp.Do(cdpCtx) }()
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case err := <-done:
-		return err
-	case <-t.C:
-		return fmt.Errorf("no answer within %s", d)
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-// redactURL is a URL fit for logs and Result.Blocked: scheme, host and
-// path, without credentials, query or fragment.
-func redactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(unparsable URL)"
-	}
-	if u.Opaque != "" { // data:, about:, mailto: and the like
-		return u.Scheme + ":"
-	}
-	u.User, u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = nil, "", false, "", ""
-	s := u.String()
-	if len(s) > maxBlockedURL {
-		s = s[:maxBlockedURL]
-	}
-	return s
 }

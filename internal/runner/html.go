@@ -409,7 +409,7 @@ func (p *pageRun) pdf() (jobspec.Output, error) {
 	if err := out.commit(); err != nil {
 		return jobspec.Output{}, err
 	}
-	return jobspec.Output{Name: resultPDF, MIME: "application/pdf", Pages: out.pages.n}, nil
+	return jobspec.Output{Name: resultPDF, MIME: "application/pdf", Pages: out.pdfPages()}, nil
 }
 
 // png takes the screenshot: the viewport, or the whole page.

@@ -180,7 +180,7 @@ func (o *office) convert(ctx context.Context, j *job, in *os.Root, outDir string
 	if err := out.commit(); err != nil {
 		return nil, err
 	}
-	return &jobspec.Result{Outputs: []jobspec.Output{{Name: resultPDF, MIME: "application/pdf", Pages: out.pages.n}}}, nil
+	return &jobspec.Result{Outputs: []jobspec.Output{{Name: resultPDF, MIME: "application/pdf", Pages: out.pdfPages()}}}, nil
 }
 
 // copyInput copies the input name to dst.

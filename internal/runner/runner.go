@@ -28,13 +28,14 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/berthdev/berth/internal/browser"
+	"github.com/berthdev/berth/internal/docfmt"
 	"github.com/berthdev/berth/internal/jobspec"
 )
 
@@ -63,8 +64,6 @@ const (
 	resultPNG  = "result.png"
 	resultPPTX = "result.pptx"
 )
-
-var chromiumCandidates = []string{"chromium-headless-shell", "/usr/lib/chromium/chromium-headless-shell", "chromium"}
 
 // Runner runs jobs. Its methods are safe for concurrent use; Handler
 // refuses a second job while one runs.
@@ -102,7 +101,7 @@ func New(cfg Config) (*Runner, error) {
 	switch cfg.Profile {
 	case jobspec.ProfileBrowser:
 		if cfg.Chromium == "" {
-			cfg.Chromium = findCommand(chromiumCandidates...)
+			cfg.Chromium = browser.FindChromium()
 		}
 		if cfg.Chromium == "" {
 			return nil, errors.New("no Chromium found: install chromium-headless-shell or pass its path")
@@ -535,10 +534,9 @@ func firstNonEmpty(ss ...string) string {
 // directory, renamed into place by commit, so a reader never sees half a
 // file under the output's name.
 type output struct {
-	f     *os.File
-	dir   string
-	name  string
-	pages pageCounter
+	f    *os.File
+	dir  string
+	name string
 }
 
 func createOutput(dir, name string) (*output, error) {
@@ -549,10 +547,7 @@ func createOutput(dir, name string) (*output, error) {
 	return &output{f: f, dir: dir, name: name}, nil
 }
 
-func (o *output) Write(b []byte) (int, error) {
-	o.pages.scan(b)
-	return o.f.Write(b)
-}
+func (o *output) Write(b []byte) (int, error) { return o.f.Write(b) }
 
 // commit syncs the file, renames it into place and syncs the directory.
 func (o *output) commit() error {
@@ -586,25 +581,21 @@ func (o *output) abort() {
 	}
 }
 
-// pageCounter counts the page objects of a PDF as it is written. Chromium
-// and LibreOffice write page dictionaries in the clear (not in object
-// streams); a PDF that hides them counts 0, reported as no count.
-type pageCounter struct {
-	n     int
-	carry []byte
-}
-
-// pageObjRE matches a page's type entry and the delimiter after it (so
-// that a chunk ending in "/Page" is not taken for one before "s" follows).
-var pageObjRE = regexp.MustCompile(`/Type\s*/Page[^A-Za-z0-9_]`)
-
-func (p *pageCounter) scan(b []byte) {
-	const keep = 32
-	buf := append(p.carry, b...)
-	for _, m := range pageObjRE.FindAllIndex(buf, -1) {
-		if m[1] > len(p.carry) { // not counted with the previous chunk
-			p.n++
-		}
+// pdfPages counts the pages of the committed PDF the way the daemon
+// does when it validates it (docfmt); 0 when it cannot tell.
+func (o *output) pdfPages() int {
+	f, err := os.Open(filepath.Join(o.dir, o.name))
+	if err != nil {
+		return 0
 	}
-	p.carry = append(p.carry[:0], buf[max(0, len(buf)-keep):]...)
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return 0
+	}
+	n, err := docfmt.PDF(f, fi.Size())
+	if err != nil {
+		return 0
+	}
+	return n
 }

@@ -29,6 +29,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/berthdev/berth/internal/browser"
 	"github.com/berthdev/berth/internal/jobspec"
 	"github.com/berthdev/berth/internal/testenv"
 )
@@ -47,7 +48,7 @@ func newFixture(t *testing.T, profile string) *fixture {
 	cfg := Config{Profile: profile, InputDir: t.TempDir(), OutputDir: t.TempDir(), Logger: testLogger(t)}
 	switch profile {
 	case jobspec.ProfileBrowser:
-		if cfg.Chromium = findCommand(chromiumCandidates...); cfg.Chromium == "" {
+		if cfg.Chromium = browser.FindChromium(); cfg.Chromium == "" {
 			testenv.Missing(t, "Chromium is not installed")
 		}
 	case jobspec.ProfileOffice:
@@ -756,7 +757,7 @@ func TestOneJobAtATime(t *testing.T) {
 
 func TestHealth(t *testing.T) {
 	t.Parallel()
-	chromium := findCommand(chromiumCandidates...)
+	chromium := browser.FindChromium()
 	if chromium == "" {
 		testenv.Missing(t, "Chromium is not installed")
 	}
@@ -992,67 +993,6 @@ func TestServePaths(t *testing.T) {
 			t.Errorf("serve(%s %s) = %d %q %q, want %d %q %q", tc.method, tc.path, status, ctype, body, tc.status, tc.ctype, tc.body)
 		}
 	}
-}
-
-func TestRedactURL(t *testing.T) {
-	t.Parallel()
-	for in, want := range map[string]string{
-		"http://user:pw@10.0.0.1:8080/a/b?token=x#frag": "http://10.0.0.1:8080/a/b",
-		"file:///etc/passwd":                            "file:///etc/passwd",
-		"https://example.com":                           "https://example.com",
-		"data:text/html,<script>":                       "data:",
-		"ws://127.0.0.1:9/ws?q":                         "ws://127.0.0.1:9/ws",
-		"http://[::1/":                                  "(unparsable URL)",
-	} {
-		if got := redactURL(in); got != want {
-			t.Errorf("redactURL(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
-func FuzzRedactURL(f *testing.F) {
-	for _, s := range []string{"http://u:p@h/p?q#f", "file:///etc/passwd", "data:,x", "%", "http://h/" + strings.Repeat("a", 600)} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, raw string) {
-		got := redactURL(raw)
-		if len(got) > maxBlockedURL {
-			t.Errorf("redactURL(%q) is %d bytes, more than %d", raw, len(got), maxBlockedURL)
-		}
-		if strings.Contains(raw, "?secret") && strings.Contains(got, "?secret") {
-			t.Errorf("redactURL(%q) = %q keeps the query", raw, got)
-		}
-	})
-}
-
-func TestPageCounter(t *testing.T) {
-	t.Parallel()
-	pdf := []byte("%PDF-1.4\n1 0 obj <</Type /Pages /Kids [2 0 R 3 0 R] /Count 2>> endobj\n" +
-		"2 0 obj <</Type /Page /Parent 1 0 R>> endobj\n3 0 obj <</Type/Page/Parent 1 0 R>> endobj\n%%EOF\n")
-	for _, size := range []int{1, 2, 3, 7, 13, len(pdf)} {
-		var p pageCounter
-		for b := pdf; len(b) > 0; b = b[min(size, len(b)):] {
-			p.scan(b[:min(size, len(b))])
-		}
-		if p.n != 2 {
-			t.Errorf("pages counted in chunks of %d = %d, want 2", size, p.n)
-		}
-	}
-}
-
-func FuzzPageCounter(f *testing.F) {
-	f.Add([]byte("<</Type /Page>> <</Type /Pages>> /Type/Page/"), uint8(3))
-	f.Fuzz(func(t *testing.T, data []byte, size uint8) {
-		var whole, chunked pageCounter
-		whole.scan(data)
-		n := int(size%64) + 1
-		for b := data; len(b) > 0; b = b[min(n, len(b)):] {
-			chunked.scan(b[:min(n, len(b))])
-		}
-		if whole.n != chunked.n {
-			t.Errorf("pages in one piece = %d, in chunks of %d = %d", whole.n, n, chunked.n)
-		}
-	})
 }
 
 func TestSniffOffice(t *testing.T) {

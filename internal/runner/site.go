@@ -15,6 +15,8 @@ import (
 	"github.com/chromedp/cdproto/fetch"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
+
+	"github.com/berthdev/berth/internal/browser"
 )
 
 // siteHost is the origin a job's inputs are served at:
@@ -25,7 +27,6 @@ const siteHost = "berth.job"
 const (
 	maxServedFile = 64 << 20 // one input, served whole in one CDP message
 	maxBlocked    = 100
-	maxBlockedURL = 512
 )
 
 // site serves one job's inputs to its page and refuses every other
@@ -60,7 +61,7 @@ func siteURL(name string) string {
 
 // block notes a refused request (at most maxBlocked distinct URLs).
 func (s *site) block(raw string) {
-	u := redactURL(raw)
+	u := browser.RedactURL(raw)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.seen[u] || len(s.blocked) >= maxBlocked {
