@@ -1,9 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -158,7 +158,7 @@ func (a *app) browserCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return writeFileAtomic(args[1], png)
+			return saveFile(args[1], bytes.NewReader(png))
 		},
 	}
 	shot.Flags().BoolVar(&full, "full", false, "the whole page, not just the viewport")
@@ -175,31 +175,4 @@ func (a *app) browserCommand() *cobra.Command {
 	}
 	cmd.AddCommand(open, ls, goTo, click, fill, press, snapshot, shot, eval, closeCmd)
 	return cmd
-}
-
-// writeFileAtomic writes data to path through a temporary file and a
-// rename: a failed write leaves no partial file.
-func writeFileAtomic(path string, data []byte) error {
-	f, err := os.CreateTemp(dirOf(path), ".berth-*")
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		os.Remove(f.Name())
-	}
-	return err
-}
-
-func dirOf(path string) string {
-	if i := strings.LastIndexByte(path, '/'); i >= 0 {
-		return path[:i+1]
-	}
-	return "."
 }

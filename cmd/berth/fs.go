@@ -124,23 +124,7 @@ func (a *app) fsCommand() *cobra.Command {
 				return err
 			}
 			defer rc.Close()
-			// Write beside the destination and rename: no partial file.
-			tmp, err := os.CreateTemp(filepath.Dir(dst), ".berth-get-*")
-			if err != nil {
-				return err
-			}
-			defer os.Remove(tmp.Name())
-			if _, err := io.Copy(tmp, rc); err != nil {
-				tmp.Close()
-				return err
-			}
-			if err := tmp.Close(); err != nil {
-				return err
-			}
-			if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-				return err
-			}
-			return os.Rename(tmp.Name(), dst)
+			return saveFile(dst, rc)
 		},
 	}
 
@@ -189,4 +173,28 @@ func (a *app) fsCommand() *cobra.Command {
 
 	cmd.AddCommand(ls, cat, put, get, rm, mkdir, mv)
 	return cmd
+}
+
+// saveFile writes what r yields to the local file path (mode 0644)
+// through a temporary file beside it and a rename: a failed or cut
+// download leaves no partial file.
+func saveFile(path string, r io.Reader) error {
+	f, err := os.CreateTemp(filepath.Dir(path), ".berth-*")
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(f, r)
+	if err == nil {
+		err = f.Chmod(0o644)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+	}
+	return err
 }

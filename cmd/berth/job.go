@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -104,7 +103,7 @@ terminal, one line per event otherwise) and save its output.
 					main := j.Inputs[0].Name
 					dst = strings.TrimSuffix(filepath.Base(main), filepath.Ext(main)) + filepath.Ext(o.Name)
 				}
-				if err := a.saveFile(ctx, o.SHA256, dst); err != nil {
+				if err := a.download(ctx, o.SHA256, dst); err != nil {
 					return err
 				}
 				pages := ""
@@ -248,8 +247,8 @@ func truncate(s string, n int) string {
 	return s
 }
 
-// saveFile downloads a stored file to dst, through a temporary file.
-func (a *app) saveFile(ctx context.Context, sha, dst string) error {
+// download saves a stored file (a job's output) as dst.
+func (a *app) download(ctx context.Context, sha, dst string) error {
 	c, err := a.client()
 	if err != nil {
 		return err
@@ -259,19 +258,7 @@ func (a *app) saveFile(ctx context.Context, sha, dst string) error {
 		return err
 	}
 	defer rc.Close()
-	tmp, err := os.CreateTemp(filepath.Dir(dst), ".berth-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := io.Copy(tmp, rc); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), dst)
+	return saveFile(dst, rc)
 }
 
 func (a *app) actionsCommand() *cobra.Command {
