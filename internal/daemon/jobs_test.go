@@ -2,17 +2,20 @@ package daemon_test
 
 import (
 	"archive/zip"
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"image"
 	"image/png"
 	"io"
 	"mime/multipart"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -518,13 +521,12 @@ func TestJobHealth(t *testing.T) {
 	if h := health("changing"); h.Reason != jobs.ActionInvalid || !strings.Contains(h.Message, "extra.js") {
 		t.Errorf("changed bundle: %q %q, want ACTION_INVALID naming extra.js", h.Reason, h.Message)
 	}
-	for _, name := range []string{"nope", "tampered", "future", "gpu", "changing"} {
+	for name, want := range map[string]string{"nope": jobs.ActionMissing, "tampered": jobs.ActionInvalid,
+		"future": jobs.VersionMismatch, "gpu": jobs.ProfileMissing, "changing": jobs.ActionInvalid} {
 		_, err := d.Client.CreateJob(ctx, apitype.CreateJobRequest{Action: name,
 			Inputs: map[string]apitype.JobInput{"index.html": inline([]byte("<p>x</p>"))}})
-		if err == nil {
-			t.Errorf("a %s job was accepted", name)
-		} else if r := errcode.ReasonOf(err); !strings.HasPrefix(r, "ACTION_") && !strings.HasSuffix(r, "_MISMATCH") && r != jobs.ProfileMissing {
-			t.Errorf("a %s job was refused with %v, want its health reason", name, err)
+		if errcode.ReasonOf(err) != want {
+			t.Errorf("a %s job: %v, want refused with %s", name, err, want)
 		}
 	}
 	if list, err := d.Client.Jobs(ctx, client.JobFilter{}); err != nil || len(list) != 0 {
@@ -995,5 +997,101 @@ func TestJobsOnGVisor(t *testing.T) {
 	p := output(t, d.Client, j, dir)
 	if info := pdfInfo(t, p); info["Pages"] != "2" || !strings.Contains(pdfText(t, p), "Under gVisor") {
 		t.Errorf("office-pdf under gVisor: %s pages, text %q", info["Pages"], pdfText(t, p))
+	}
+}
+
+// TestJobBounds: requests past a bound are refused with the field or
+// reason named, and nothing is stored.
+func TestJobBounds(t *testing.T) {
+	needJobs(t)
+	t.Parallel()
+	ctx := context.Background()
+	d := testenv.StartDaemon(t, nil)
+
+	many := map[string]apitype.JobInput{"index.html": inline([]byte("<p>x</p>"))}
+	for i := range jobs.MaxInputs {
+		many[fmt.Sprintf("asset%d.txt", i)] = inline([]byte("x"))
+	}
+	_, err := d.Client.CreateJob(ctx, apitype.CreateJobRequest{Action: "html-pdf", Inputs: many})
+	var ce *client.Error
+	if !errors.As(err, &ce) || ce.Problems["inputs"] == "" {
+		t.Errorf("%d inputs: %v, want invalid with a problem for inputs", len(many), err)
+	}
+	_, err = d.Client.CreateJob(ctx, apitype.CreateJobRequest{Action: "html-pdf", BusinessID: strings.Repeat("b", 201),
+		Inputs: map[string]apitype.JobInput{"index.html": inline([]byte("<p>x</p>"))}})
+	if !errors.As(err, &ce) || ce.Problems["business_id"] == "" {
+		t.Errorf("a 201-byte business_id: %v, want invalid with a problem for business_id", err)
+	}
+	// An upload that says it is larger than the bound is refused before
+	// its body is read.
+	conn, err := net.Dial("tcp", strings.TrimPrefix(d.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST /v1/files HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Length: %d\r\n\r\n",
+		d.Token, jobs.MaxInputBytes+1)
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(string(body), "file_too_large") {
+		t.Errorf("an upload of %d bytes: %s %s, want 413 file_too_large", jobs.MaxInputBytes+1, resp.Status, body)
+	}
+	// Multipart options that are not a JSON object.
+	var form bytes.Buffer
+	mw := multipart.NewWriter(&form)
+	fw, _ := mw.CreateFormFile("files", "index.html")
+	_, _ = fw.Write([]byte("<p>x</p>"))
+	_ = mw.WriteField("options", "[1, 2]")
+	_ = mw.Close()
+	req, _ := http.NewRequest(http.MethodPost, d.URL+"/v1/convert/html-pdf", &form)
+	req.Header.Set("Authorization", "Bearer "+d.Token)
+	req.Header.Set("Content-Type", mw.FormDataContentType())
+	if resp, err := http.DefaultClient.Do(req); err != nil {
+		t.Fatal(err)
+	} else {
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), `"options"`) {
+			t.Errorf("convert with options [1, 2]: %s %s, want 400 naming options", resp.Status, body)
+		}
+	}
+	if list, _ := d.Client.Jobs(ctx, client.JobFilter{}); len(list) != 0 {
+		t.Errorf("refused requests stored jobs: %+v", list)
+	}
+}
+
+// TestJobProfileUnhealthyAfterFailedStarts: a profile whose runtimes keep
+// failing to start (a "Chromium" that exits at once) turns
+// PROFILE_UNHEALTHY after three failures, and jobs are refused with it.
+func TestJobProfileUnhealthyAfterFailedStarts(t *testing.T) {
+	needJobs(t)
+	t.Parallel()
+	ctx := context.Background()
+	d := testenv.StartDaemon(t, func(c *daemon.Config) {
+		c.JobChromium = "/bin/false"
+		c.JobPools = map[string]int{"browser": 1}
+	})
+	// The control: before any start has failed three times, it is available.
+	if h, err := d.Client.Action(ctx, "html-pdf"); err != nil || (!h.Available && h.Reason != jobs.ProfileUnhealthy) {
+		t.Fatalf("html-pdf at start: %+v, %v", h, err)
+	}
+	var h apitype.ActionHealth
+	testenv.Eventually(t, 2*time.Minute, "html-pdf to turn PROFILE_UNHEALTHY", func() bool {
+		h, _ = d.Client.Action(ctx, "html-pdf")
+		return h.Reason == jobs.ProfileUnhealthy
+	})
+	if !strings.Contains(h.Message, "fail to start") {
+		t.Errorf("message %q, want it to say the sandboxes fail to start", h.Message)
+	}
+	if _, err := d.Client.CreateJob(ctx, apitype.CreateJobRequest{Action: "html-pdf",
+		Inputs: map[string]apitype.JobInput{"index.html": inline([]byte("<p>x</p>"))}}); errcode.ReasonOf(err) != jobs.ProfileUnhealthy {
+		t.Errorf("submitting: %v, want refused with PROFILE_UNHEALTHY", err)
+	}
+	if h, err := d.Client.Action(ctx, "office-pdf"); err != nil || !h.Available {
+		t.Errorf("office-pdf: %+v, %v; want available (its profile is sound)", h, err)
 	}
 }

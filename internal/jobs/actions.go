@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/berthdev/berth/internal/jobspec"
 )
@@ -50,6 +51,46 @@ type action struct {
 	runner  int
 	// invalid is why a bundle cannot be used (ACTION_INVALID).
 	invalid string
+
+	// What health last found on disk: the directory's stamp and, if the
+	// files differ from the verified snapshot, why.
+	mu      sync.Mutex
+	stamp   string
+	changed string
+}
+
+// recheck reports why a bundle's files on disk no longer verify, or "".
+// It hashes them again only when the directory's stamp (names, sizes,
+// modification times) moved since the last look: health runs on every
+// submit.
+func (a *action) recheck() string {
+	st := stampOf(a.dir)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if st != a.stamp {
+		a.stamp, a.changed = st, loadBundle(a.dir).invalid
+	}
+	return a.changed
+}
+
+// stampOf lists every entry under dir with its size, mode and time.
+func stampOf(dir string) string {
+	var b strings.Builder
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(&b, "%s\x00%d\x00%v\x00%d\n", p, info.Size(), info.Mode(), info.ModTime().UnixNano())
+		return nil
+	})
+	if err != nil {
+		fmt.Fprintf(&b, "error %v", err)
+	}
+	return b.String()
 }
 
 // profiles are the runtime profiles Berth defines.
@@ -87,7 +128,7 @@ func loadActions(dir string) (map[string]*action, error) {
 
 // loadBundle reads and verifies one bundle directory.
 func loadBundle(dir string) *action {
-	a := &action{dir: dir, spec: jobspec.Action{Name: filepath.Base(dir)}}
+	a := &action{dir: dir, spec: jobspec.Action{Name: filepath.Base(dir)}, stamp: stampOf(dir)}
 	fail := func(format string, args ...any) *action {
 		a.invalid = fmt.Sprintf(format, args...)
 		a.files = nil

@@ -374,8 +374,8 @@ func (s *Service) Health(name string) apitype.ActionHealth {
 	if !a.builtin {
 		// Verified at load; checked again so a bundle changed since is
 		// reported, while jobs keep using the snapshot loaded.
-		if again := loadBundle(a.dir); again.invalid != "" {
-			return fail(ActionInvalid, "%s", again.invalid)
+		if why := a.recheck(); why != "" {
+			return fail(ActionInvalid, "%s", why)
 		}
 	}
 	if !slices.Contains(profiles, a.spec.Profile) {
