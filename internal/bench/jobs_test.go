@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"archive/zip"
 	"bytes"
 	"context"
 	"encoding/base64"
@@ -257,30 +256,8 @@ func BenchmarkJobDOCXToPDF(b *testing.B) {
 	}
 }
 
-// benchDOCX is a two-page Word document.
+// benchDOCX is a two-page Word document of 15 paragraphs a page.
 func benchDOCX() []byte {
-	var buf bytes.Buffer
-	zw := zip.NewWriter(&buf)
-	add := func(name, body string) {
-		w, _ := zw.Create(name)
-		_, _ = io.WriteString(w, body)
-	}
-	add("[Content_Types].xml", `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
-<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types">
-<Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/>
-<Default Extension="xml" ContentType="application/xml"/>
-<Override PartName="/word/document.xml" ContentType="application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"/>
-</Types>`)
-	add("_rels/.rels", `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
-<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">
-<Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" Target="word/document.xml"/>
-</Relationships>`)
-	var body strings.Builder
-	for i := range 30 {
-		fmt.Fprintf(&body, `<w:p><w:r><w:t>Paragraph %d. %s</w:t></w:r></w:p>`, i, loremIpsum)
-	}
-	add("word/document.xml", `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
-<w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body>`+body.String()+`</w:body></w:document>`)
-	_ = zw.Close()
-	return buf.Bytes()
+	page := strings.Repeat(loremIpsum+"\n", 15)
+	return testenv.DOCX(page, page)
 }

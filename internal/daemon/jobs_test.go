@@ -313,37 +313,6 @@ section:nth-child(2) { background: #fc0 }</style></head><body>
 	}
 }
 
-// docx builds a minimal Word document with two pages.
-func docx(paragraphs ...string) []byte {
-	var buf bytes.Buffer
-	zw := zip.NewWriter(&buf)
-	add := func(name, body string) {
-		w, _ := zw.Create(name)
-		_, _ = io.WriteString(w, body)
-	}
-	add("[Content_Types].xml", `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
-<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types">
-<Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/>
-<Default Extension="xml" ContentType="application/xml"/>
-<Override PartName="/word/document.xml" ContentType="application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"/>
-</Types>`)
-	add("_rels/.rels", `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
-<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">
-<Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" Target="word/document.xml"/>
-</Relationships>`)
-	var body strings.Builder
-	for i, p := range paragraphs {
-		if i > 0 {
-			body.WriteString(`<w:p><w:r><w:br w:type="page"/></w:r></w:p>`)
-		}
-		fmt.Fprintf(&body, `<w:p><w:r><w:t>%s</w:t></w:r></w:p>`, p)
-	}
-	add("word/document.xml", `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
-<w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body>`+body.String()+`</w:body></w:document>`)
-	_ = zw.Close()
-	return buf.Bytes()
-}
-
 func TestJobOfficeToPDF(t *testing.T) {
 	needJobs(t)
 	t.Parallel()
@@ -352,7 +321,7 @@ func TestJobOfficeToPDF(t *testing.T) {
 	ctx := context.Background()
 
 	// An upload first, then a job naming it by its hash.
-	ref, err := d.Client.UploadFile(ctx, bytes.NewReader(docx("Quarterly report", "Second page text")), "report.docx")
+	ref, err := d.Client.UploadFile(ctx, bytes.NewReader(testenv.DOCX("Quarterly report", "Second page text")), "report.docx")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -561,7 +530,7 @@ func TestJobHealth(t *testing.T) {
 					t.Errorf("%s: %+v, %v; want %s with a hint", tc.action, h, err, tc.want)
 				}
 				_, err = d.Client.CreateJob(ctx, apitype.CreateJobRequest{Action: tc.action,
-					Inputs:  map[string]apitype.JobInput{"index.html": inline([]byte("<p>x</p>")), "a.docx": inline(docx("x"))},
+					Inputs:  map[string]apitype.JobInput{"index.html": inline([]byte("<p>x</p>")), "a.docx": inline(testenv.DOCX("x"))},
 					Options: json.RawMessage(`{"main": "` + map[bool]string{true: "index.html", false: "a.docx"}[tc.action == "html-pdf"] + `"}`)})
 				if errcode.ReasonOf(err) != tc.want {
 					t.Errorf("submitting: %v, want refused with %s", err, tc.want)
@@ -993,7 +962,7 @@ func TestJobsOnGVisor(t *testing.T) {
 		t.Errorf("html-pdf under gVisor: %s pages, want 3", info["Pages"])
 	}
 	j = runJob(t, d.Client, apitype.CreateJobRequest{Action: "office-pdf",
-		Inputs: map[string]apitype.JobInput{"report.docx": inline(docx("Under gVisor", "Page two"))}})
+		Inputs: map[string]apitype.JobInput{"report.docx": inline(testenv.DOCX("Under gVisor", "Page two"))}})
 	p := output(t, d.Client, j, dir)
 	if info := pdfInfo(t, p); info["Pages"] != "2" || !strings.Contains(pdfText(t, p), "Under gVisor") {
 		t.Errorf("office-pdf under gVisor: %s pages, text %q", info["Pages"], pdfText(t, p))

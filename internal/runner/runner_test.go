@@ -820,45 +820,6 @@ func TestHealth(t *testing.T) {
 	}
 }
 
-// docx returns a minimal Word document: two paragraphs with a page break
-// between them.
-func docx(t *testing.T) []byte {
-	t.Helper()
-	var b bytes.Buffer
-	zw := zip.NewWriter(&b)
-	for _, part := range []struct{ name, body string }{
-		{"[Content_Types].xml", `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
-<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types">
-<Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/>
-<Default Extension="xml" ContentType="application/xml"/>
-<Override PartName="/word/document.xml" ContentType="application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"/>
-</Types>`},
-		{"_rels/.rels", `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
-<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">
-<Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" Target="word/document.xml"/>
-</Relationships>`},
-		{"word/document.xml", `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
-<w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main">
-<w:body>
-<w:p><w:r><w:t>First paragraph DOCXALPHA</w:t></w:r></w:p>
-<w:p><w:r><w:br w:type="page"/></w:r><w:r><w:t>Second paragraph DOCXBETA</w:t></w:r></w:p>
-</w:body>
-</w:document>`},
-	} {
-		w, err := zw.Create(part.name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := io.WriteString(w, part.body); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return b.Bytes()
-}
-
 func TestOfficePDF(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, jobspec.ProfileOffice)
@@ -867,7 +828,7 @@ func TestOfficePDF(t *testing.T) {
 		garbage[i] = byte(i*7 + i/13)
 	}
 	inputs := map[string][]byte{
-		"letter.docx": docx(t),
+		"letter.docx": testenv.DOCX("First paragraph DOCXALPHA", "Second paragraph DOCXBETA"),
 		"sheet.csv":   []byte("city,population\nLyon,522228\nNantes,320732\n"),
 		"x.docx":      garbage,
 		"tool.exe":    []byte("MZ"),
@@ -1008,7 +969,7 @@ func TestSniffOffice(t *testing.T) {
 		data []byte
 		ok   bool
 	}{
-		{"a.docx", docx(t), true},
+		{"a.docx", testenv.DOCX("First paragraph DOCXALPHA", "Second paragraph DOCXBETA"), true},
 		{"b.docx", []byte("not a zip at all"), false},
 		{"c.xlsx", odt.Bytes(), false}, // a zip, but not OOXML
 		{"d.odt", odt.Bytes(), true},
