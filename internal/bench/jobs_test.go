@@ -104,27 +104,10 @@ func BenchmarkJobHTMLToPDF(b *testing.B) {
 		return err
 	}
 	waitPool(ctx, b, d.Client)
-	n := min(b.N, 40)
-	var got, peer []time.Duration
-	b.ResetTimer()
-	for range n {
-		start := time.Now()
-		if err := convert(ctx, d.Client, req, "%PDF-"); err != nil {
-			b.Fatal(err)
-		}
-		got = append(got, time.Since(start))
-		b.StopTimer()
-		start = time.Now()
-		if err := oneShot(); err != nil {
-			b.Fatal(err)
-		}
-		peer = append(peer, time.Since(start))
-		// The next conversion comes as a pool refill would allow in
-		// steady use: wait for the pool, untimed.
-		waitPool(ctx, b, d.Client)
-		b.StartTimer()
-	}
-	b.StopTimer()
+	// The next conversion comes as a pool refill would allow in steady
+	// use: the benchmark waits for the pool, untimed.
+	got, peer := interleaved(b, min(b.N, 40), func() error { return convert(ctx, d.Client, req, "%PDF-") },
+		oneShot, func() { waitPool(ctx, b, d.Client) })
 	report(b, "HTML to PDF (3 pages), API to PDF", got, "one-shot chromium --print-to-pdf", peer, "p50 <= 150 ms")
 	if b.N == 1 {
 		return
@@ -185,6 +168,30 @@ func throughput(ctx context.Context, b *testing.B, c *client.Client, req apitype
 	return rateResult{perSecond: float64(done.Load()) / time.Since(start).Seconds(), n: done.Load(), lat: lat}
 }
 
+// interleaved times n runs of fn, each followed by one of its peer and
+// then settle, both untimed by the benchmark; it returns both durations.
+func interleaved(b *testing.B, n int, fn, peer func() error, settle func()) (got, peers []time.Duration) {
+	b.Helper()
+	b.ResetTimer()
+	for range n {
+		start := time.Now()
+		if err := fn(); err != nil {
+			b.Fatal(err)
+		}
+		got = append(got, time.Since(start))
+		b.StopTimer()
+		start = time.Now()
+		if err := peer(); err != nil {
+			b.Fatal(err)
+		}
+		peers = append(peers, time.Since(start))
+		settle()
+		b.StartTimer()
+	}
+	b.StopTimer()
+	return got, peers
+}
+
 // waitPool waits until the browser pool holds its runtimes again.
 func waitPool(ctx context.Context, b *testing.B, c *client.Client) {
 	b.Helper()
@@ -232,24 +239,8 @@ func BenchmarkJobDOCXToPDF(b *testing.B) {
 	if err := oneShot(); err != nil { // warm its profile, as the runner does
 		b.Fatal(err)
 	}
-	n := min(b.N, 15)
-	var got, peer []time.Duration
-	b.ResetTimer()
-	for range n {
-		start := time.Now()
-		if err := convert(ctx, d.Client, req, "%PDF-"); err != nil {
-			b.Fatal(err)
-		}
-		got = append(got, time.Since(start))
-		b.StopTimer()
-		start = time.Now()
-		if err := oneShot(); err != nil {
-			b.Fatal(err)
-		}
-		peer = append(peer, time.Since(start))
-		b.StartTimer()
-	}
-	b.StopTimer()
+	got, peer := interleaved(b, min(b.N, 15), func() error { return convert(ctx, d.Client, req, "%PDF-") },
+		oneShot, func() {})
 	report(b, "DOCX to PDF, API to PDF", got, "one-shot soffice --convert-to pdf", peer, "p99 <= 2x p50")
 	if b.N > 1 {
 		logSummary(b, fmt.Sprintf("  DOCX p99/p50 = %.2f", ratio(percentile(got, 99), percentile(got, 50))))
