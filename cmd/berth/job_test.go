@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/berthdev/berth/internal/browser"
 	"github.com/berthdev/berth/internal/daemon"
 	"github.com/berthdev/berth/internal/testenv"
 )
@@ -20,9 +19,7 @@ func TestJobCommands(t *testing.T) {
 		t.Skip("job commands run in the process-runtime pass of make test (jobs always use container sandboxes)")
 	}
 	testenv.NeedRuntime(t, "container")
-	if browser.FindChromium() == "" {
-		testenv.Missing(t, "Chromium is not installed")
-	}
+	testenv.NeedChromium(t)
 	testenv.NeedCommand(t, "pdfinfo")
 	t.Parallel()
 	d := testenv.StartDaemon(t, func(c *daemon.Config) { c.JobPools = map[string]int{"browser": 1} })

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/berthdev/berth/internal/browser"
 	"github.com/berthdev/berth/internal/daemon"
 	"github.com/berthdev/berth/internal/testenv"
 )
@@ -101,9 +100,7 @@ func TestTemplateCommands(t *testing.T) {
 // TestBrowserCommands runs the browser CLI against a real page.
 func TestBrowserCommands(t *testing.T) {
 	t.Parallel()
-	if browser.FindChromium() == "" {
-		testenv.Missing(t, "Chromium is not installed")
-	}
+	testenv.NeedChromium(t)
 	if testenv.Runtime() != "process" {
 		t.Skip("browser tests run in the process-runtime pass of make test")
 	}

@@ -43,12 +43,6 @@ func benchPages(b *testing.B) string {
 	return srv.URL
 }
 
-func needChromium(b *testing.B) {
-	if browser.FindChromium() == "" {
-		testenv.Missing(b, "Chromium is not installed (apt-get install chromium-headless-shell)")
-	}
-}
-
 // rawTab starts a browser with chromedp alone, the floor of the
 // per-action benchmarks: the same Chromium, the same flags, no Berth.
 func rawTab(b *testing.B) context.Context {
@@ -72,7 +66,7 @@ func rawTab(b *testing.B) context.Context {
 // against a new browser context and tab made with chromedp alone on a
 // warm browser. Target: p50 <= 30 ms.
 func BenchmarkBrowserSessionOpen(b *testing.B) {
-	needChromium(b)
+	testenv.NeedChromium(b)
 	d := testenv.StartDaemon(b, nil)
 	c := d.Client
 	ctx := context.Background()
@@ -115,7 +109,7 @@ func BenchmarkBrowserSessionOpen(b *testing.B) {
 // screenshot and snapshot through the API against the nearest raw
 // chromedp calls, interleaved in the same run. Target: within 1.2x.
 func BenchmarkBrowserActions(b *testing.B) {
-	needChromium(b)
+	testenv.NeedChromium(b)
 	d := testenv.StartDaemon(b, nil)
 	base := benchPages(b)
 	c := d.Client
@@ -202,7 +196,7 @@ func refOf(b *testing.B, yaml, line string) string {
 // table page (4,500 cells, 1,500 buttons), against CDP's full
 // accessibility tree of the same page. Target: <= 60 ms.
 func BenchmarkBrowserSnapshotTable(b *testing.B) {
-	needChromium(b)
+	testenv.NeedChromium(b)
 	d := testenv.StartDaemon(b, nil)
 	base := benchPages(b)
 	c := d.Client
@@ -246,7 +240,7 @@ func BenchmarkBrowserIdleSessions(b *testing.B) {
 	if b.N == 1 {
 		return
 	}
-	needChromium(b)
+	testenv.NeedChromium(b)
 	d := testenv.StartDaemon(b, nil)
 	base := benchPages(b)
 	c := d.Client

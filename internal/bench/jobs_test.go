@@ -17,7 +17,6 @@ import (
 
 	"github.com/berthdev/berth/client"
 	"github.com/berthdev/berth/internal/apitype"
-	"github.com/berthdev/berth/internal/browser"
 	"github.com/berthdev/berth/internal/daemon"
 	"github.com/berthdev/berth/internal/jobs"
 	"github.com/berthdev/berth/internal/testenv"
@@ -39,9 +38,7 @@ var rows20 = strings.Repeat(`<tr><td>Item</td><td>42</td><td>3.14</td><td>Descri
 
 func needJobs(b *testing.B) {
 	testenv.NeedRuntime(b, "container")
-	if browser.FindChromium() == "" {
-		testenv.Missing(b, "Chromium is not installed")
-	}
+	testenv.NeedChromium(b)
 }
 
 // jobsDaemon starts a daemon for job benchmarks: warm runtimes, and
@@ -91,7 +88,7 @@ func BenchmarkJobHTMLToPDF(b *testing.B) {
 	if err := os.WriteFile(in, []byte(threePageHTML), 0o644); err != nil {
 		b.Fatal(err)
 	}
-	chromium := browser.FindChromium()
+	chromium := testenv.NeedChromium(b)
 	oneShot := func() error {
 		out := filepath.Join(dir, "peer.pdf")
 		cmd := exec.CommandContext(ctx, chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-pdf-header-footer",

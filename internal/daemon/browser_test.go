@@ -36,9 +36,7 @@ func needChromium(t *testing.T) {
 		// Browser sessions do not use sandboxes: once is enough.
 		t.Skip("browser tests run in the process-runtime pass of make test")
 	}
-	if browser.FindChromium() == "" {
-		testenv.Missing(t, "Chromium is not installed (apt-get install chromium-headless-shell)")
-	}
+	testenv.NeedChromium(t)
 }
 
 // pages serves testdata/browser on a loopback httptest server.

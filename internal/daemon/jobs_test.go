@@ -31,7 +31,6 @@ import (
 
 	"github.com/berthdev/berth/client"
 	"github.com/berthdev/berth/internal/apitype"
-	"github.com/berthdev/berth/internal/browser"
 	"github.com/berthdev/berth/internal/daemon"
 	"github.com/berthdev/berth/internal/errcode"
 	"github.com/berthdev/berth/internal/jobs"
@@ -47,9 +46,7 @@ func needJobs(t *testing.T) {
 		t.Skip("job tests run in the process-runtime pass of make test (jobs always use container sandboxes)")
 	}
 	testenv.NeedRuntime(t, "container")
-	if browser.FindChromium() == "" {
-		testenv.Missing(t, "Chromium is not installed (apt-get install chromium-headless-shell)")
-	}
+	testenv.NeedChromium(t)
 	testenv.NeedCommand(t, "soffice")
 	testenv.NeedCommand(t, "pdfinfo")
 	testenv.NeedCommand(t, "pdftotext")
@@ -946,9 +943,7 @@ func TestJobsOnGVisor(t *testing.T) {
 		t.Skip("runs in the gvisor pass of make test")
 	}
 	testenv.NeedRuntime(t, "gvisor")
-	if browser.FindChromium() == "" {
-		testenv.Missing(t, "Chromium is not installed")
-	}
+	testenv.NeedChromium(t)
 	testenv.NeedCommand(t, "soffice")
 	testenv.NeedCommand(t, "pdfinfo")
 	t.Parallel()

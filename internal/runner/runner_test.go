@@ -29,7 +29,6 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/berthdev/berth/internal/browser"
 	"github.com/berthdev/berth/internal/jobspec"
 	"github.com/berthdev/berth/internal/testenv"
 )
@@ -48,9 +47,7 @@ func newFixture(t *testing.T, profile string) *fixture {
 	cfg := Config{Profile: profile, InputDir: t.TempDir(), OutputDir: t.TempDir(), Logger: testLogger(t)}
 	switch profile {
 	case jobspec.ProfileBrowser:
-		if cfg.Chromium = browser.FindChromium(); cfg.Chromium == "" {
-			testenv.Missing(t, "Chromium is not installed")
-		}
+		cfg.Chromium = testenv.NeedChromium(t)
 	case jobspec.ProfileOffice:
 		cfg.Soffice = testenv.NeedCommand(t, "soffice")
 	}
@@ -757,10 +754,7 @@ func TestOneJobAtATime(t *testing.T) {
 
 func TestHealth(t *testing.T) {
 	t.Parallel()
-	chromium := browser.FindChromium()
-	if chromium == "" {
-		testenv.Missing(t, "Chromium is not installed")
-	}
+	chromium := testenv.NeedChromium(t)
 	r, err := New(Config{Profile: jobspec.ProfileBrowser, Chromium: chromium, InputDir: t.TempDir(), OutputDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)

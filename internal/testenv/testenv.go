@@ -16,6 +16,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/berthdev/berth/internal/browser"
 )
 
 // InCI reports whether tests run under CI (CI=true).
@@ -178,4 +180,15 @@ func FreePort(t testing.TB) int {
 	}
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// NeedChromium requires Debian's Chromium (chromium-headless-shell, else
+// chromium) and returns its path.
+func NeedChromium(t testing.TB) string {
+	t.Helper()
+	p := browser.FindChromium()
+	if p == "" {
+		Missing(t, "Chromium is not installed (apt-get install chromium-headless-shell)")
+	}
+	return p
 }
