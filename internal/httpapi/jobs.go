@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -372,7 +373,13 @@ func (s *Server) multipartJob(r *http.Request) (apitype.CreateJobRequest, error)
 		case "business_id":
 			req.BusinessID = string(b)
 		case "options":
-			if err := json.Unmarshal(b, &opts); err != nil {
+			// Strictly, as a JSON body is: a repeated or miscased name, or
+			// invalid UTF-8, is refused with its reason.
+			err := wire.DecodeJSON(bytes.NewReader(b), &opts)
+			if err != nil && errcode.ReasonOf(err) != "body_invalid" {
+				return req, err
+			}
+			if err != nil || len(bytes.TrimSpace(b)) == 0 {
 				return req, errcode.InvalidFields(map[string]string{"options": "must be a JSON object"})
 			}
 		default:

@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -39,22 +40,33 @@ func Decode[T any](w http.ResponseWriter, r *http.Request) (T, error) {
 }
 
 // DecodeJSON decodes one JSON value from r into v strictly. It is the
-// decoder every request path shares (and the fuzz target).
+// decoder every request path shares (and the fuzz target). Besides what
+// encoding/json refuses, and unknown fields and data after the value, it
+// refuses what encoding/json would quietly accept (see checkStrict): a
+// member name twice in one object (body_duplicate_field), a field name in
+// the wrong case (body_field_case), and strings that are not valid UTF-8
+// (body_invalid_utf8), each naming the field in the message and problems.
+// It reads all of r: callers cap it (http.MaxBytesReader).
 func DecodeJSON(r io.Reader, v any) error {
-	dec := json.NewDecoder(r)
-	dec.DisallowUnknownFields()
-	err := dec.Decode(v)
-	if err == io.EOF {
-		return nil
+	body, err := io.ReadAll(r)
+	if err != nil {
+		return decodeError(err)
 	}
-	if err == nil {
-		var extra json.RawMessage
-		if err = dec.Decode(&extra); err == io.EOF {
-			return nil
-		}
-		if err == nil {
-			return errcode.WithReason(errcode.Invalid, "body_invalid", "request body has data after the JSON value")
-		}
+	if err := checkStrict(body, reflect.TypeOf(v)); err != nil {
+		return decodeError(err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil && err != io.EOF {
+		return decodeError(err)
+	}
+	return nil
+}
+
+// decodeError classifies an error from reading or decoding a body.
+func decodeError(err error) error {
+	if e := new(errcode.Error); errors.As(err, &e) {
+		return e
 	}
 	var tooBig *http.MaxBytesError
 	if errors.As(err, &tooBig) {

@@ -246,6 +246,121 @@ func TestDecodeJSON(t *testing.T) {
 	}
 }
 
+// strictReasons are the reasons DecodeJSON refuses a body with.
+var strictReasons = map[string]bool{"body_invalid": true, "body_duplicate_field": true, "body_field_case": true, "body_invalid_utf8": true}
+
+// embedded has a promoted field, for the strict name check.
+type embedded struct {
+	Inner
+	Own string `json:"own"`
+}
+
+type Inner struct {
+	Deep   string `json:"deep"`
+	Untagd string
+}
+
+// TestDecodeJSONStrict: what encoding/json alone would accept silently (a
+// repeated member, a name in the wrong case, invalid UTF-8 and lone
+// surrogate escapes) is refused with a reason that names the field, at any
+// depth; the same bodies made valid (the controls) decode.
+func TestDecodeJSONStrict(t *testing.T) {
+	t.Parallel()
+	cmd := func() any { return new(apitype.CreateCommandRequest) }
+	build := func() any { return new(apitype.BuildTemplateRequest) }
+	job := func() any { return new(apitype.CreateJobRequest) }
+	sbx := func() any { return new(apitype.CreateSandboxRequest) }
+	emb := func() any { return new(embedded) }
+	anyv := func() any { return new(any) }
+	tests := []struct {
+		name    string
+		to      func() any
+		in      string
+		reason  string // "" for success
+		field   string // the problem's field
+		message string // a substring of the message
+	}{
+		// Repeated members: the last would win.
+		{"duplicate", cmd, `{"command":"echo first","command":"echo second"}`, "body_duplicate_field", "command", `field "command" more than once`},
+		{"duplicate by escape", cmd, `{"command":"a","\u0063ommand":"b"}`, "body_duplicate_field", "command", ""},
+		{"duplicate in a map", cmd, `{"env":{"A":"1","A":"2"}}`, "body_duplicate_field", "env.A", `"env.A"`},
+		{"duplicate in a struct in an array", build, `{"name":"x","steps":[{"run":"a"},{"run":"b","run":"c"}]}`, "body_duplicate_field", "steps[1].run", ""},
+		{"duplicate deeper", build, `{"steps":[{"copy":{"path":"a","path":"b"}}]}`, "body_duplicate_field", "steps[0].copy.path", ""},
+		{"duplicate in raw options", job, `{"action":"a","options":{"scale":1,"scale":2}}`, "body_duplicate_field", "options.scale", ""},
+		{"duplicate in any", anyv, `[{"a":{"b":1,"b":2}}]`, "body_duplicate_field", "[0].a.b", ""},
+		{"duplicate unknown field", cmd, `{"x":1,"x":2}`, "body_duplicate_field", "x", ""},
+		{"control: same name in two objects", build, `{"name":"x","steps":[{"run":"a"},{"run":"b"}]}`, "", "", ""},
+		{"control: map keys differing in case", cmd, `{"env":{"A":"1","a":"2"}}`, "", "", ""},
+
+		// Names in another case: encoding/json would take them.
+		{"case", sbx, `{"Runtime":"process"}`, "body_field_case", "Runtime", `write "runtime"`},
+		{"case upper", cmd, `{"COMMAND":"x"}`, "body_field_case", "COMMAND", ""},
+		{"case nested", build, `{"steps":[{"Run":"x"}]}`, "body_field_case", "steps[0].Run", `write "run"`},
+		{"case deeper", build, `{"steps":[{"copy":{"Path":"a"}}]}`, "body_field_case", "steps[0].copy.Path", ""},
+		{"case by Unicode folding", cmd, `{"\u017ftdin":"x"}`, "body_field_case", "ſtdin", `write "stdin"`}, // ſ folds to s
+		{"case of a promoted field", emb, `{"Deep":"x"}`, "body_field_case", "Deep", `write "deep"`},
+		{"case of an untagged field", emb, `{"untagd":"x"}`, "body_field_case", "untagd", `write "Untagd"`},
+		{"control: promoted and untagged fields", emb, `{"deep":"x","Untagd":"y","own":"z"}`, "", "", ""},
+		{"control: map keys are free", cmd, `{"env":{"Command":"x","COMMAND":"y"}}`, "", "", ""},
+		{"control: raw options are free", job, `{"action":"a","options":{"Scale":1}}`, "", "", ""},
+		{"control: unknown stays body_invalid", cmd, `{"comand":"x"}`, "body_invalid", "", `unknown field "comand"`},
+
+		// Strings that are not Unicode text: U+FFFD would take their place.
+		{"invalid UTF-8", cmd, "{\"command\":\"echo \xff\"}", "body_invalid_utf8", "command", `"command" is not valid UTF-8`},
+		{"truncated UTF-8", cmd, "{\"cwd\":\"\xe2\x82\"}", "body_invalid_utf8", "cwd", ""},
+		{"overlong UTF-8", cmd, "{\"cwd\":\"\xc0\xaf\"}", "body_invalid_utf8", "cwd", ""},
+		{"UTF-8 surrogate", cmd, "{\"cwd\":\"\xed\xa0\x80\"}", "body_invalid_utf8", "cwd", ""},
+		{"invalid UTF-8 in a map value", cmd, "{\"env\":{\"A\":\"\xff\"}}", "body_invalid_utf8", "env.A", ""},
+		{"invalid UTF-8 in an array", cmd, "{\"argv\":[\"ls\",\"\xff\"]}", "body_invalid_utf8", "argv[1]", ""},
+		{"invalid UTF-8 in a name", cmd, "{\"env\":{\"\xff\":\"1\"}}", "body_invalid_utf8", "env", "field name"},
+		{"lone high surrogate", cmd, `{"command":"\ud800"}`, "body_invalid_utf8", "command", `\ud800`},
+		{"lone high surrogate then text", cmd, `{"command":"\ud800abcdef"}`, "body_invalid_utf8", "command", ""},
+		{"high surrogate then another high", cmd, `{"command":"\ud800\ud800"}`, "body_invalid_utf8", "command", ""},
+		{"lone low surrogate", cmd, `{"command":"\uDC00"}`, "body_invalid_utf8", "command", `\udc00`},
+		{"invalid UTF-8 top level", anyv, "\"\xff\"", "body_invalid_utf8", "", ""},
+		{"control: surrogate pair", cmd, `{"command":"\ud83d\ude00"}`, "", "", ""},
+		{"control: escaped backslash before u", cmd, `{"command":"\\ud800"}`, "", "", ""},
+		{"control: U+FFFD itself", cmd, "{\"command\":\"\xef\xbf\xbd \\ufffd\"}", "", "", ""},
+		{"control: multi-byte UTF-8", cmd, `{"command":"échø 日本 😀"}`, "", "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			err := DecodeJSON(strings.NewReader(tt.in), tt.to())
+			if tt.reason == "" {
+				if err != nil {
+					t.Fatalf("DecodeJSON(%q) = %v, want nil", tt.in, err)
+				}
+				return
+			}
+			var e *errcode.Error
+			if !errors.As(err, &e) || e.Code != errcode.Invalid || e.Reason != tt.reason || !strings.Contains(e.Message, tt.message) {
+				t.Fatalf("DecodeJSON(%q) = %v, want invalid %s containing %q", tt.in, err, tt.reason, tt.message)
+			}
+			if tt.field != "" && e.Problems[tt.field] == "" {
+				t.Errorf("DecodeJSON(%q) problems = %v, want one for %q", tt.in, e.Problems, tt.field)
+			}
+		})
+	}
+}
+
+// TestDecodeJSONStrictValue: a body the strict checks pass decodes as
+// encoding/json decodes it.
+func TestDecodeJSONStrictValue(t *testing.T) {
+	t.Parallel()
+	in := `{"name":"t","steps":[{"run":"a \ud83d\ude00","timeout_ms":5},{"copy":{"path":"p","content_base64":"eA==","mode":420}}],"env":{"A":"1","a":"2"}}`
+	var got, want apitype.BuildTemplateRequest
+	if err := DecodeJSON(strings.NewReader(in), &got); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal([]byte(in), &want); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("DecodeJSON(%s) mismatch (-json.Unmarshal +DecodeJSON):\n%s", in, diff)
+	}
+}
+
 // valid is a request type with validation, for Decode.
 type valid struct {
 	N int `json:"n"`
@@ -324,10 +439,10 @@ func FuzzDecodeJSON(f *testing.F) {
 					t.Fatalf("DecodeJSON(%q, %s) = %v (%T), want *errcode.Error", data, what, err, err)
 				}
 				switch {
-				case e.Code == errcode.Invalid && e.Reason == "body_invalid":
+				case e.Code == errcode.Invalid && strictReasons[e.Reason]:
 				case e.Code == errcode.PayloadTooLarge && limit > 0 && int64(len(data)) > limit:
 				default:
-					t.Fatalf("DecodeJSON(%q, %s) = %v, want invalid body_invalid or (over %d bytes) payload_too_large", data, what, err, limit)
+					t.Fatalf("DecodeJSON(%q, %s) = %v, want invalid with a strict reason or (over %d bytes) payload_too_large", data, what, err, limit)
 				}
 				return
 			}
