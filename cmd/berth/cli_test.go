@@ -190,6 +190,10 @@ func TestExecExitCodes(t *testing.T) {
 		{"stdin", "hello", []string{"-i", "--", "tr", "a-z", "A-Z"}, 0, "HELLO", ""},
 		{"no stdin without -i", "hello", []string{"--", "cat"}, 0, "", ""},
 		{"env and cwd", "", []string{"-e", "FOO=bar", "--cwd", "sub", "--", "sh", "-c", `echo "$FOO" "${PWD##*/}"`}, 0, "bar sub\n", ""},
+		// Flags stop at the sandbox ID: what follows is the command's.
+		{"no dash", "", []string{"printf", "%s-%s", "-l", "a"}, 0, "-l-a", ""},
+		{"flags need a dash", "", []string{"--cwd", "sub", "pwd"}, 2, "", "put flags before --"},
+		{"nothing after dash", "", []string{"--cwd", "sub", "--"}, 2, "", "no command after --"},
 	}
 	c.ok("fs", "mkdir", id, "sub")
 	for _, tt := range tests {
@@ -208,6 +212,28 @@ func TestExecExitCodes(t *testing.T) {
 			}
 		})
 	}
+}
+
+// interrupt starts cmd, waits until ready reports true, sends it SIGINT
+// (Ctrl-C) and returns its exit code.
+func interrupt(t *testing.T, cmd *exec.Cmd, what string, ready func() bool) int {
+	t.Helper()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 90*time.Second, what, ready)
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	err := cmd.Wait()
+	var ee *exec.ExitError
+	if err == nil {
+		return 0
+	}
+	if !errors.As(err, &ee) {
+		t.Fatalf("waiting for %s: %v", cmd.Args, err)
+	}
+	return ee.ExitCode()
 }
 
 // sleeps counts the `sleep SECS` processes sandbox id runs, as the
@@ -256,19 +282,9 @@ func TestExecTimeoutAndCancel(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
 		cmd, _, stderr := c.command(ctx, "", "exec", id, "--", "sh", "-c", "exec sleep 11")
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		testenv.Eventually(t, 30*time.Second, "sleep 11 to run in the sandbox", func() bool {
-			return sleeps(t, d, id, "11") > 0
-		})
-		if err := cmd.Process.Signal(os.Interrupt); err != nil {
-			t.Fatal(err)
-		}
-		err := cmd.Wait()
-		var ee *exec.ExitError
-		if !errors.As(err, &ee) || ee.ExitCode() != 130 {
-			t.Errorf("berth exec interrupted: %v, want exit 130\nstderr: %s", err, stderr)
+		code := interrupt(t, cmd, "sleep 11 to run in the sandbox", func() bool { return sleeps(t, d, id, "11") > 0 })
+		if code != 130 {
+			t.Errorf("berth exec interrupted: exit %d, want 130\nstderr: %s", code, stderr)
 		}
 		// The CLI cancels the command in the sandbox before it exits; allow
 		// the kill a moment to land.

@@ -5,6 +5,8 @@ import (
 	"encoding/base64"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -43,13 +45,18 @@ input is forwarded to the command.`,
 			if err != nil {
 				return err
 			}
+			// First: flags after the sandbox ID are parsed here.
+			argv, err := commandArgv(cmd, args[1:])
+			if err != nil {
+				return err
+			}
 			envMap, err := parseKV(env, "--env")
 			if err != nil {
 				return err
 			}
 			ctx := cmd.Context()
 			sbID := args[0]
-			req := apitype.CreateCommandRequest{Argv: args[1:], Cwd: cwd, Env: envMap, TimeoutMS: timeout.Milliseconds(), StdinOpen: interactive}
+			req := apitype.CreateCommandRequest{Argv: argv, Cwd: cwd, Env: envMap, TimeoutMS: timeout.Milliseconds(), StdinOpen: interactive}
 			// Finish starting the command even when interrupted meanwhile
 			// (giving up 5s after the interrupt): a command started but
 			// unseen could not be canceled, and would run on.
@@ -104,11 +111,36 @@ input is forwarded to the command.`,
 		},
 	}
 	f := cmd.Flags()
+	// Flags stop at the sandbox ID, so `berth exec SBX ls -la` runs ls -la;
+	// flags after the ID come before a -- (commandArgv).
+	f.SetInterspersed(false)
 	f.StringVar(&cwd, "cwd", "", "working directory, relative to the workspace")
 	f.StringArrayVarP(&env, "env", "e", nil, "environment variable KEY=VALUE (repeatable)")
 	f.DurationVar(&timeout, "timeout", 0, "kill the command after this long (default: the daemon's)")
 	f.BoolVarP(&interactive, "interactive", "i", false, "forward standard input")
 	return cmd
+}
+
+// commandArgv splits what follows the sandbox ID: the command itself
+// (`ls -la`), or flags then -- then the command (`--cwd src -- make`).
+func commandArgv(cmd *cobra.Command, rest []string) ([]string, error) {
+	if len(rest) == 0 || !strings.HasPrefix(rest[0], "-") {
+		return rest, nil
+	}
+	dash := slices.Index(rest, "--")
+	if dash < 0 {
+		return nil, usageError{fmt.Errorf("%q after the sandbox ID: put flags before -- and the command after it, as in berth exec SBX --cwd src -- make", rest[0])}
+	}
+	if err := cmd.Flags().Parse(rest[:dash]); err != nil {
+		return nil, usageError{err}
+	}
+	if cmd.Flags().NArg() > 0 {
+		return nil, usageError{fmt.Errorf("%q before --: the command goes after --", cmd.Flags().Arg(0))}
+	}
+	if dash+1 == len(rest) {
+		return nil, usageError{fmt.Errorf("no command after --")}
+	}
+	return rest[dash+1:], nil
 }
 
 // cancelCommand cancels a command after berth exec was interrupted.

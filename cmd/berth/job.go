@@ -88,6 +88,11 @@ terminal, one line per event otherwise) and save its output.
 			}
 			fmt.Fprintf(a.stderr, "job %s %s\n", j.ID, j.State)
 			j, err = a.follow(ctx, j)
+			if ctx.Err() != nil {
+				// Interrupted: the job is this command's, so it stops too,
+				// as berth exec cancels its command.
+				return a.cancelInterrupted(c, j.ID)
+			}
 			if err != nil {
 				return err
 			}
@@ -108,7 +113,11 @@ terminal, one line per event otherwise) and save its output.
 				}
 				pages := ""
 				if o.Pages > 0 {
-					pages = fmt.Sprintf(", %d pages", o.Pages)
+					unit := "page"
+					if strings.EqualFold(filepath.Ext(o.Name), ".pptx") {
+						unit = "slide"
+					}
+					pages = ", " + plural(o.Pages, unit)
 				}
 				fmt.Fprintf(a.stderr, "wrote %s (%s%s)\n", dst, humanBytes(o.Size), pages)
 			}
@@ -301,4 +310,25 @@ func (a *app) actionsCommand() *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
+}
+
+// cancelInterrupted cancels a job whose follower was interrupted (Ctrl-C)
+// and ends the CLI with 130, saying what became of the job.
+func (a *app) cancelInterrupted(c *client.Client, id string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if j, err := c.CancelJob(ctx, id); err != nil {
+		fmt.Fprintf(a.stderr, "\nberth: interrupted; canceling job %s failed (%v): it may still run; berth job cancel %s\n", id, err, id)
+	} else {
+		fmt.Fprintf(a.stderr, "\nberth: interrupted; job %s %s\n", id, j.State)
+	}
+	return exitError{exitCanceled}
+}
+
+// plural is "1 page", "2 pages".
+func plural(n int, unit string) string {
+	if n == 1 {
+		return "1 " + unit
+	}
+	return fmt.Sprintf("%d %ss", n, unit)
 }

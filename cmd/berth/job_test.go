@@ -1,12 +1,14 @@
 package main_test
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/berthdev/berth/internal/daemon"
 	"github.com/berthdev/berth/internal/testenv"
@@ -64,10 +66,29 @@ func TestJobCommands(t *testing.T) {
 	}
 	c.fails(1, "job_finished", "job", "cancel", ids[0][1])
 
+	// Ctrl-C while a job runs cancels it: the job is the command's.
+	func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		cmd, _, _ := c.command(ctx, "", "job", "run", "html-pdf", "--in", "report.html", "--opt", "wait_for_selector=#never")
+		stderr := &lockedBuffer{}
+		cmd.Stderr = stderr
+		if code := interrupt(t, cmd, "the job to run", func() bool { return strings.Contains(stderr.String(), "running") }); code != 130 {
+			t.Errorf("job run interrupted: exit %d, want 130\nstderr: %s", code, stderr)
+		}
+		m := regexp.MustCompile(`interrupted; job (job_\w+) \w+`).FindStringSubmatch(stderr.String())
+		if m == nil {
+			t.Fatalf("job run interrupted printed:\n%s\nwant the job it canceled", stderr)
+		}
+		testenv.Eventually(t, 60*time.Second, "the interrupted job to be canceled", func() bool {
+			return strings.Contains(c.ok("job", "get", m[1]).stdout, `"state": "canceled"`)
+		})
+	}()
+
 	// Bad input: a clear error, no job.
 	c.fails(1, "options.scale", "job", "run", "html-pdf", "--in", "report.html", "--opt", "scale=9")
 	c.fails(2, "--in", "job", "run", "html-pdf")
-	if n := len(regexp.MustCompile(`(?m)^job_`).FindAllString(c.ok("job", "ls").stdout, -1)); n != 2 {
-		t.Errorf("refused runs left jobs: %d listed, want 2", n)
+	if n := len(regexp.MustCompile(`(?m)^job_`).FindAllString(c.ok("job", "ls").stdout, -1)); n != 3 {
+		t.Errorf("refused runs left jobs: %d listed, want 3 (two succeeded, one canceled)", n)
 	}
 }

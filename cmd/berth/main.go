@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"io"
 	"os"
 	"os/signal"
@@ -29,6 +30,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	if err := root.ExecuteContext(ctx); err != nil {
+		var ee exitError
+		if ctx.Err() != nil && !errors.As(err, &ee) {
+			// Interrupted (Ctrl-C, SIGTERM): what failed after it is its
+			// consequence, not news. Exit as a shell does, quietly.
+			return exitCanceled
+		}
 		return app.report(err)
 	}
 	return app.exitCode

@@ -1,12 +1,15 @@
 package main_test
 
 import (
+	"bytes"
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -44,6 +47,18 @@ func TestServiceAndPreview(t *testing.T) {
 	testenv.Eventually(t, 10*time.Second, "the request in the service's log", func() bool {
 		return strings.Contains(c.ok("service", "logs", id, "web").stdout, `"GET / HTTP/1.1" 200`)
 	})
+	// Ctrl-C on a follow ends it quietly, as a shell would: 130, no error.
+	func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		cmd, _, stderr := c.command(ctx, "", "service", "logs", "-f", id, "web")
+		stdout := &lockedBuffer{}
+		cmd.Stdout = stdout
+		code := interrupt(t, cmd, "logs -f to print the log", func() bool { return strings.Contains(stdout.String(), `"GET / HTTP/1.1" 200`) })
+		if code != 130 || stderr.Len() > 0 {
+			t.Errorf("service logs -f interrupted: exit %d, want 130 and nothing on stderr; stderr: %q", code, stderr)
+		}
+	}()
 	if link := c.ok("sandbox", "preview", id, p).stdout; !strings.Contains(link, "/__berth/auth?") || !strings.Contains(link, p+"-sbx-") {
 		t.Errorf("sandbox preview printed %q, want a signed link to the port's host", link)
 	}
@@ -141,4 +156,23 @@ func TestBrowserCommands(t *testing.T) {
 	c.fails(2, "WIDTHxHEIGHT", "browser", "open", "--viewport", "big")
 	c.ok("browser", "close", id)
 	c.fails(1, "session_not_found", "browser", "close", id)
+}
+
+// lockedBuffer is a bytes.Buffer a running command writes while the test
+// reads it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
