@@ -413,6 +413,11 @@ func TestPortsAndPreviews(t *testing.T) {
 	if code, b := get(browser, info.URL+"again", nil); code != http.StatusOK || !strings.Contains(b, "path=/again") {
 		t.Errorf("preview with the cookie = %d %q", code, b)
 	}
+	// The host with the sandbox ID as printed (sbx_) is the same sandbox.
+	underscored := strings.Replace(info.URL, strings.Replace(sb.ID, "_", "-", 1), sb.ID, 1)
+	if code, b := get(hc, underscored+"u", map[string]string{"X-Berth-Preview-Token": info.Token}); code != http.StatusOK || !strings.Contains(b, "path=/u") {
+		t.Errorf("preview at %s = %d %q, want the app's answer", underscored, code, b)
+	}
 	// A tampered link does nothing.
 	if code, _ := get(hc, strings.Replace(info.AuthURL, "sig=", "sig=x", 1), nil); code != http.StatusUnauthorized {
 		t.Errorf("tampered signed link = %d, want 401", code)

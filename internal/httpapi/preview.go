@@ -103,10 +103,18 @@ func (s *Server) parsePreviewHost(host string) (previewTarget, bool) {
 	}
 	portStr, rest, ok := strings.Cut(label, "-")
 	port, err := strconv.Atoi(portStr)
-	if !ok || err != nil || port < 1 || port > 65535 || !strings.HasPrefix(rest, "sbx-") {
+	if !ok || err != nil || port < 1 || port > 65535 {
 		return previewTarget{}, false
 	}
-	return previewTarget{sandboxID: "sbx_" + strings.TrimPrefix(rest, "sbx-"), port: port}, true
+	// The sandbox ID as printed (sbx_...) works too, where a client
+	// accepts the underscore.
+	id, ok := strings.CutPrefix(rest, "sbx-")
+	if !ok {
+		if id, ok = strings.CutPrefix(rest, "sbx_"); !ok {
+			return previewTarget{}, false
+		}
+	}
+	return previewTarget{sandboxID: "sbx_" + id, port: port}, true
 }
 
 // withPreviews sends requests for preview hosts to the sandbox, and every
