@@ -172,7 +172,8 @@ func main() {
 `
 
 // ociLayout writes an OCI image layout as a tar: layers are maps of path
-// to content ("" with a trailing slash in the path is a directory).
+// to content ("" with a trailing slash in the path is a directory, and
+// content "-> TARGET" makes a symbolic link).
 func ociLayout(t *testing.T, layers []map[string]string, env []string) []byte {
 	t.Helper()
 	blobs := map[string][]byte{}
@@ -196,6 +197,9 @@ func ociLayout(t *testing.T, layers []map[string]string, env []string) []byte {
 			hdr := &tar.Header{Name: name, Mode: 0o755, Size: int64(len(content)), Typeflag: tar.TypeReg, ModTime: time.Unix(1700000000, 0)}
 			if strings.HasSuffix(name, "/") {
 				hdr.Typeflag, hdr.Size = tar.TypeDir, 0
+			}
+			if target, ok := strings.CutPrefix(content, "-> "); ok {
+				hdr.Typeflag, hdr.Size, hdr.Linkname = tar.TypeSymlink, 0, target
 			}
 			if err := tw.WriteHeader(hdr); err != nil {
 				t.Fatal(err)

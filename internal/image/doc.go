@@ -34,14 +34,19 @@
 //     would name real host users.
 //   - Regular file content is bounded by [Options.MaxBytes], and entries,
 //     names and JSON documents have fixed caps.
+//   - Once every layer is applied, the paths in [Options.MountPoints] (the
+//     caller's mount points, such as /proc) must be real directories or
+//     absent ("image_mount_point_invalid"): a runtime would mount through a
+//     link there.
 //
 // # Errors
 //
 // Errors carry [errcode] codes and reasons: Invalid with "image_invalid",
-// "image_ambiguous", "image_platform_mismatch", "blob_digest_mismatch" or
-// "unsafe_path"; NotFound with "image_not_found"; PayloadTooLarge with
-// "image_too_large" or "image_too_many_entries"; Unimplemented with
-// "digest_unsupported" or "layer_media_type_unsupported".
+// "image_ambiguous", "image_platform_mismatch", "blob_digest_mismatch",
+// "unsafe_path" or "image_mount_point_invalid"; NotFound with
+// "image_not_found"; PayloadTooLarge with "image_too_large" or
+// "image_too_many_entries"; Unimplemented with "digest_unsupported" or
+// "layer_media_type_unsupported".
 //
 // Unpack does not clean up after a failure: the destination is left
 // half-written. Callers unpack into a fresh temporary directory next to the

@@ -44,6 +44,13 @@ type Options struct {
 	// Arch is the architecture to pick from an image index; the OS is
 	// always linux. Empty means runtime.GOARCH.
 	Arch string
+	// MountPoints are paths (relative to the image root) the caller
+	// mounts over or writes into, such as "proc" and "dev". Once every
+	// layer is applied, each must be a real directory or absent, and so
+	// must each of its parents: a runtime that mounts procfs at a /proc
+	// that is a symlink mounts it wherever the link points. Unpack fails
+	// with "image_mount_point_invalid" otherwise.
+	MountPoints []string
 }
 
 const (
@@ -108,6 +115,9 @@ func Unpack(ctx context.Context, src, dst string, opts Options) (*Config, error)
 		}
 	}
 	if err := a.finish(); err != nil {
+		return nil, err
+	}
+	if err := CheckMountPoints(root, opts.MountPoints, "the image's"); err != nil {
 		return nil, err
 	}
 	c := img.Config
@@ -498,3 +508,44 @@ func (s *tarSource) Open(name string) (io.ReadCloser, error) {
 }
 
 func (s *tarSource) Close() error { return s.f.Close() }
+
+// CheckMountPoints checks the tree in root: each of paths (relative to
+// it), and each of its parents, must be a real directory or absent. Unpack
+// runs it on the result of all layers, as a later layer may replace an
+// earlier one's directory with a link, or white it out; callers run it on
+// other trees a sandbox's root is made of. whose names the tree in the
+// error, which has reason "image_mount_point_invalid".
+func CheckMountPoints(root *os.Root, paths []string, whose string) error {
+	for _, p := range paths {
+		p = path.Clean(strings.TrimLeft(p, "/"))
+	components:
+		for i := 0; i <= len(p); i++ {
+			if i < len(p) && p[i] != '/' {
+				continue
+			}
+			dir := p[:i]
+			// The parents are checked first, so Lstat follows no link.
+			fi, err := root.Lstat(dir)
+			switch {
+			case errors.Is(err, fs.ErrNotExist):
+				break components // absent: the caller makes it
+			case err != nil:
+				return fmt.Errorf("checking /%s: %w", dir, err)
+			case fi.IsDir():
+				continue
+			}
+			what := "a file"
+			switch fi.Mode().Type() {
+			case fs.ModeSymlink:
+				target, _ := root.Readlink(dir)
+				what = fmt.Sprintf("a symbolic link to %.200q", target)
+			case 0:
+			default:
+				what = "a special file"
+			}
+			return errcode.WithReason(errcode.Invalid, "image_mount_point_invalid",
+				"%s /%s is %s, not a directory: sandboxes mount over /%s", whose, dir, what, p)
+		}
+	}
+	return nil
+}

@@ -670,3 +670,67 @@ func FuzzUnpack(f *testing.F) {
 		check()
 	})
 }
+
+// TestUnpackMountPoints: an image whose mount points (after all its
+// layers) are not real directories is refused, naming the path; the
+// controls, with real directories, none at all, or links elsewhere, unpack,
+// and without MountPoints the same hostile layers unpack too, so the
+// refusal is the check's and not the applier's.
+func TestUnpackMountPoints(t *testing.T) {
+	t.Parallel()
+	points := []string{"proc", "sys", "dev", "tmp", "run", "etc", "x/y"}
+	tests := []struct {
+		name   string
+		layers [][]ent
+		bad    string // the path named; "" for an image that unpacks
+	}{
+		{"proc to an absolute path", [][]ent{{symlink("proc", "/x")}}, "/proc"},
+		{"proc to sys", [][]ent{{dir("sys"), symlink("proc", "sys")}}, "/proc"},
+		{"proc to sys, relative with dots", [][]ent{{dir("sys"), symlink("proc", "./sys/../sys")}}, "/proc"},
+		{"dev a file", [][]ent{{file("dev", "not a directory")}}, "/dev"},
+		{"etc a link", [][]ent{{dir("usr/etc"), symlink("etc", "usr/etc")}}, "/etc"},
+		{"later layer replaces a directory with a link", [][]ent{{dir("tmp"), file("tmp/f", "f")}, {symlink("tmp", "/var/tmp")}}, "/tmp"},
+		{"whiteout then a link", [][]ent{{dir("run")}, {file(".wh.run", "")}, {symlink("run", "/x")}}, "/run"},
+		{"whiteout and a link in one layer", [][]ent{{dir("sys")}, {file(".wh.sys", ""), symlink("sys", "proc")}}, "/sys"},
+		{"parent a link", [][]ent{{dir("d/y"), symlink("x", "d")}}, "/x"},
+		{"nested a link", [][]ent{{dir("x"), symlink("x/y", "/")}}, "/x/y"},
+
+		{"control: real directories", [][]ent{{dir("proc"), dir("sys"), dir("dev"), dir("tmp"), dir("x/y"), file("etc/hosts", "h")}}, ""},
+		{"control: none at all", [][]ent{{file("bin/sh", "sh")}}, ""},
+		{"control: links elsewhere", [][]ent{{dir("usr/bin"), symlink("bin", "usr/bin"), dir("var"), symlink("var/run", "/run"), symlink("procs", "/proc")}}, ""},
+		{"control: later layer replaces a link with a directory", [][]ent{{symlink("proc", "/x")}, {dir("proc")}}, ""},
+		{"control: a link whited out", [][]ent{{symlink("dev", "/x")}, {file(".wh.dev", "")}}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			l := newLayout(t)
+			var layers [][]byte
+			for _, ents := range tt.layers {
+				layers = append(layers, layerTar(t, ents...))
+			}
+			d, _ := l.image(runtime.GOARCH, layers...)
+			l.add(d, "")
+			dst, _, err := unpack(t, l.dir, Options{MountPoints: points})
+			if tt.bad == "" {
+				if err != nil {
+					t.Fatalf("Unpack() error = %v, want nil", err)
+				}
+				for _, p := range points {
+					if fi, err := os.Lstat(filepath.Join(dst, p)); err == nil && !fi.IsDir() {
+						t.Errorf("Unpack() left %s a %s", p, fi.Mode().Type())
+					}
+				}
+				return
+			}
+			checkErr(t, err, errcode.Invalid, "image_mount_point_invalid")
+			if !strings.Contains(err.Error(), "image's "+tt.bad+" is") {
+				t.Errorf("Unpack() error = %v, want it to name %s", err, tt.bad)
+			}
+			// The same image without the check unpacks, as it did before.
+			if _, _, err := unpack(t, l.dir, Options{}); err != nil {
+				t.Errorf("Unpack() without MountPoints error = %v, want nil", err)
+			}
+		})
+	}
+}

@@ -222,6 +222,15 @@ func (r *ContainerRuntime) Start(ctx context.Context, sb *Sandbox, l Layout, a A
 			return 0, fmt.Errorf("mounting the sandbox's root: %w", err)
 		}
 	}
+	// Imports and builds check their layers; this is the whole root, as
+	// the runtime will mount over it.
+	var binds []string
+	if !a.Root.Image {
+		binds = tmpl.binds
+	}
+	if err := checkRoot(cl.rootfs, binds); err != nil {
+		return 0, err
+	}
 	spec := r.spec(sb, cl, tmpl, a)
 	b, err := json.Marshal(spec)
 	if err != nil {

@@ -7,10 +7,14 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/berthdev/berth/internal/errcode"
+	"github.com/berthdev/berth/internal/image"
 )
 
 // hostTemplate is the built-in "host" template: a read-only root composed
@@ -36,6 +40,26 @@ var hostEtc = []string{
 	"netconfig", "networks", "nsswitch.conf", "os-release", "papersize", "profile", "profile.d", "protocols",
 	"python3", "python3.11", "rpc", "services", "shells", "ssl/certs", "ssl/openssl.cnf", "timezone",
 	"xattr.conf",
+}
+
+// checkRoot checks the mount points of the sandbox root at dir, and binds
+// (absolute paths the root gets host directories mounted at), before a
+// runtime mounts over them.
+func checkRoot(dir string, binds []string) error {
+	r, err := os.OpenRoot(dir)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	if err := image.CheckMountPoints(r, append(slices.Clone(mountPoints), binds...), "the sandbox root's"); err != nil {
+		return err
+	}
+	// The agent binary is bind-mounted over this file.
+	if fi, err := r.Lstat(strings.TrimPrefix(agentPathInSandbox, "/")); err == nil && !fi.Mode().IsRegular() {
+		return errcode.WithReason(errcode.Invalid, "image_mount_point_invalid",
+			"the sandbox root's %s is not a regular file: the agent is mounted over it", agentPathInSandbox)
+	}
+	return nil
 }
 
 // hostTemplates holds, per templates directory, the host template this
@@ -93,7 +117,7 @@ func buildHostTemplate(dir string) (*hostTemplate, error) {
 		return nil, err
 	}
 	rootfs := filepath.Join(tmp, "rootfs")
-	for _, d := range []string{"proc", "sys", "dev", "tmp", "run", "workspace", "template", "etc", ".berth"} {
+	for _, d := range mountPoints {
 		if err := os.MkdirAll(filepath.Join(rootfs, d), 0o755); err != nil {
 			return nil, err
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/berthdev/berth/internal/apitype"
 	"github.com/berthdev/berth/internal/errcode"
 	"github.com/berthdev/berth/internal/ident"
+	"github.com/berthdev/berth/internal/image"
 )
 
 // Templates. A sandbox's root is an overlay: its own writable upper layer
@@ -73,6 +74,23 @@ type RootSpec struct {
 	// Writable makes the root writable, with /opt (and /usr/local on an
 	// image) owned by the sandbox user: a template build.
 	Writable bool
+}
+
+// mountPoints are the directories of a sandbox's root that the container
+// runtimes mount over (see spec) or that Berth writes into (/etc, /.berth
+// for the agent binary's mount point). In every root and every layer of
+// one, each must be a real directory or absent (then Berth makes it): a
+// runtime mounts procfs at a /proc that is a link wherever the link points.
+var mountPoints = []string{"proc", "sys", "dev", "tmp", "run", "workspace", "template", "etc", ".berth"}
+
+// checkLayer checks the mount points of a template's layer at dir.
+func checkLayer(dir string) error {
+	r, err := os.OpenRoot(dir)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	return image.CheckMountPoints(r, mountPoints, "the built layer's")
 }
 
 var templateNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,62}$`)
@@ -372,8 +390,15 @@ func (m *Manager) build(ctx context.Context, t *Template, base *Template) (err e
 		return err
 	}
 	skip := map[string]bool{"etc/passwd": true, "etc/group": true, "workspace": true, "template": true, "tmp": true}
-	if err := freezeTree(containerLayoutFor(l).upper, filepath.Join(dir, "rootfs"), skip); err != nil {
+	layer := filepath.Join(dir, "rootfs")
+	if err := freezeTree(containerLayoutFor(l).upper, layer, skip); err != nil {
 		return fmt.Errorf("freezing the root layer: %w", err)
+	}
+	// What the steps made of the mount points is the template's to keep:
+	// its sandboxes would start with the runtime mounting through it.
+	if err := checkLayer(layer); err != nil {
+		_ = os.RemoveAll(layer)
+		return err
 	}
 	return nil
 }

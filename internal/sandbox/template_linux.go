@@ -36,7 +36,7 @@ func (m *Manager) ImportTemplate(ctx context.Context, name, src, ref string) (*T
 		if err := os.MkdirAll(tmp, 0o755); err != nil {
 			return err
 		}
-		cfg, err := image.Unpack(ctx, src, tmp, image.Options{Ref: ref})
+		cfg, err := image.Unpack(ctx, src, tmp, image.Options{Ref: ref, MountPoints: mountPoints})
 		if err != nil {
 			return err
 		}
@@ -82,7 +82,7 @@ func imageSkeleton(root string) error {
 		return err
 	}
 	defer r.Close()
-	for _, d := range []string{"proc", "sys", "dev", "tmp", "run", "workspace", "template", "etc", ".berth"} {
+	for _, d := range mountPoints { // Unpack checked they are directories or absent
 		if err := r.MkdirAll(d, 0o755); err != nil {
 			return fmt.Errorf("making /%s: %w", d, err)
 		}
@@ -95,7 +95,7 @@ func imageSkeleton(root string) error {
 		"etc/hostname":    "sandbox\n",
 	}
 	for name, content := range files {
-		_ = r.Remove(name) // never write through what the image put there
+		_ = r.RemoveAll(name) // never write through what the image put there
 		if err := r.WriteFile(name, []byte(content), 0o644); err != nil {
 			return fmt.Errorf("writing /%s: %w", name, err)
 		}

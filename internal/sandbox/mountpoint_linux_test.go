@@ -1,0 +1,84 @@
+package sandbox
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/berthdev/berth/internal/errcode"
+)
+
+// TestCheckMountPoints: a template build's layer, or a sandbox's whole
+// root, whose mount points are not real directories (a build that turned
+// /proc into a link, say) is refused; the controls pass: real directories,
+// none at all, links elsewhere.
+func TestCheckMountPoints(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		make  func(t *testing.T, dir string)
+		check func(dir string) error
+		ok    bool
+	}{
+		{"layer: proc a link", func(t *testing.T, dir string) { link(t, "sys", dir, "proc") }, checkLayer, false},
+		{"layer: etc a link", func(t *testing.T, dir string) { mkdir(t, dir, "usr/etc"); link(t, "usr/etc", dir, "etc") }, checkLayer, false},
+		{"layer: dev a file", func(t *testing.T, dir string) { write(t, dir, "dev") }, checkLayer, false},
+		{"layer control: opt and usr", func(t *testing.T, dir string) { mkdir(t, dir, "opt/x"); mkdir(t, dir, "proc") }, checkLayer, true},
+		{"layer control: links elsewhere", func(t *testing.T, dir string) { link(t, "/proc", dir, "procs") }, checkLayer, true},
+		{"root: workspace a link", func(t *testing.T, dir string) { skeleton(t, dir, "workspace"); link(t, "/", dir, "workspace") }, rootCheck, false},
+		{"root: agent binary a link", func(t *testing.T, dir string) {
+			skeleton(t, dir, "")
+			os.Remove(filepath.Join(dir, ".berth/berth"))
+			link(t, "/etc/passwd", dir, ".berth/berth")
+		}, rootCheck, false},
+		{"root: a bind target a link", func(t *testing.T, dir string) { skeleton(t, dir, ""); link(t, "/", dir, "usr") }, rootCheck, false},
+		{"root control", func(t *testing.T, dir string) { skeleton(t, dir, ""); mkdir(t, dir, "usr") }, rootCheck, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			tt.make(t, dir)
+			err := tt.check(dir)
+			if tt.ok {
+				if err != nil {
+					t.Fatalf("check = %v, want nil", err)
+				}
+				return
+			}
+			if errcode.CodeOf(err) != errcode.Invalid || errcode.ReasonOf(err) != "image_mount_point_invalid" {
+				t.Fatalf("check = %v, want invalid image_mount_point_invalid", err)
+			}
+		})
+	}
+}
+
+func rootCheck(dir string) error { return checkRoot(dir, []string{"/usr"}) }
+
+// skeleton makes the mount points in dir, but skip, and the agent's file.
+func skeleton(t *testing.T, dir, skip string) {
+	for _, p := range mountPoints {
+		if p != skip {
+			mkdir(t, dir, p)
+		}
+	}
+	write(t, dir, ".berth/berth")
+}
+
+func mkdir(t *testing.T, dir, name string) {
+	if err := os.MkdirAll(filepath.Join(dir, name), 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func write(t *testing.T, dir, name string) {
+	if err := os.WriteFile(filepath.Join(dir, name), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func link(t *testing.T, target, dir, name string) {
+	if err := os.Symlink(target, filepath.Join(dir, name)); err != nil {
+		t.Fatal(err)
+	}
+}
