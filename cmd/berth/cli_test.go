@@ -622,3 +622,22 @@ func TestSandboxResources(t *testing.T) {
 		t.Errorf("resources = %+v, want memory 128, pids 64 and the default cpus", sb.Resources)
 	}
 }
+
+// TestServeTellsTheOperator: berth serve says what to do next once it
+// serves, and logs each sandbox's creation and deletion with its ID.
+func TestServeTellsTheOperator(t *testing.T) {
+	t.Parallel()
+	dataDir := filepath.Join(testenv.ShortTempDir(t), "d")
+	testenv.StartDaemonProcess(t, dataDir, "--log-level", "info")
+	c := bareCLI(t).with("BERTH_DATA=" + dataDir)
+	id := strings.TrimSpace(c.ok("sandbox", "create").stdout)
+	c.ok("sandbox", "rm", id)
+	logPath := filepath.Join(filepath.Dir(dataDir), "daemon.log")
+	for _, want := range []string{"export BERTH_TOKEN=$(cat " + filepath.Join(dataDir, "admin.key") + ")",
+		"berth doctor; berth sandbox create", `msg="sandbox created" sandbox_id=` + id, `msg="sandbox deleted" sandbox_id=` + id} {
+		testenv.Eventually(t, 10*time.Second, "the daemon's log to say "+want, func() bool {
+			b, _ := os.ReadFile(logPath)
+			return strings.Contains(string(b), want)
+		})
+	}
+}

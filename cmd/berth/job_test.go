@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,7 +25,11 @@ func TestJobCommands(t *testing.T) {
 	testenv.NeedChromium(t)
 	testenv.NeedCommand(t, "pdfinfo")
 	t.Parallel()
-	d := testenv.StartDaemon(t, func(c *daemon.Config) { c.JobPools = map[string]int{"browser": 1} })
+	logs := &lockedBuffer{}
+	d := testenv.StartDaemon(t, func(c *daemon.Config) {
+		c.JobPools = map[string]int{"browser": 1}
+		c.Logger = slog.New(slog.NewTextHandler(logs, nil))
+	})
 	c := newCLI(t, d)
 
 	r := c.ok("actions")
@@ -83,6 +88,13 @@ func TestJobCommands(t *testing.T) {
 		testenv.Eventually(t, 60*time.Second, "the interrupted job to be canceled", func() bool {
 			return strings.Contains(c.ok("job", "get", m[1]).stdout, `"state": "canceled"`)
 		})
+		// The operator sees each job's end in the log.
+		for _, want := range []string{`msg="job queued" job_id=` + m[1], `msg="job canceled" job_id=` + m[1],
+			`msg="job succeeded" job_id=` + ids[0][1]} {
+			if !strings.Contains(logs.String(), want) {
+				t.Errorf("the daemon's log lacks %s:\n%s", want, grepLog(logs.String(), "job"))
+			}
+		}
 	}()
 
 	// Bad input: a clear error, no job.
@@ -91,4 +103,15 @@ func TestJobCommands(t *testing.T) {
 	if n := len(regexp.MustCompile(`(?m)^job_`).FindAllString(c.ok("job", "ls").stdout, -1)); n != 3 {
 		t.Errorf("refused runs left jobs: %d listed, want 3 (two succeeded, one canceled)", n)
 	}
+}
+
+// grepLog returns the lines of log that mention word.
+func grepLog(log, word string) string {
+	var out []string
+	for _, l := range strings.Split(log, "\n") {
+		if strings.Contains(l, word) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }

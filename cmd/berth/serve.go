@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -92,6 +93,11 @@ sandboxes keep running and are re-adopted by the next start.`,
 				JobsRuntime: jobsRuntime, NoJobWorkers: !jobWorkers, JobCapacity: jobCap, JobPools: jp,
 				ActionsDir: actionsDir, JobChromium: chromium, Soffice: soffice, JobReuse: jobReuse,
 				JobRetention: jobRetention,
+				Ready: func(addr string) {
+					if logFormat == "text" {
+						a.printNextSteps(addr)
+					}
+				},
 			})
 		},
 	}
@@ -210,4 +216,15 @@ func (a *app) agentCommand() *cobra.Command {
 	f.IntVar(&tokenFD, "token-fd", 0, "file descriptor to read the token from")
 	f.IntVar(&readyFD, "ready-fd", 0, "file descriptor to report readiness on")
 	return cmd
+}
+
+// printNextSteps tells whoever started the daemon how to use it, in the
+// two lines a newcomer needs.
+func (a *app) printNextSteps(addr string) {
+	env := ""
+	if addr != "127.0.0.1:7070" {
+		env = "export BERTH_URL=http://" + addr + "; "
+	}
+	fmt.Fprintf(a.stderr, "\nberth is serving on http://%s. In another terminal:\n  %sexport BERTH_TOKEN=$(cat %s)\n  berth doctor; berth sandbox create\n\n",
+		addr, env, filepath.Join(a.dataDir(), daemon.KeyFile))
 }

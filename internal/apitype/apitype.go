@@ -270,11 +270,18 @@ type BrowserInfo struct {
 // Pool is a warm pool: Size sandboxes of Template kept started on Runtime,
 // Ready of them now. A create with that template (and the default runtime
 // and resources) claims one.
+//
+// A pool short of its size because its starts fail says why (Reason and
+// Message: the last failure, Failures: how many in a row); it retries with
+// a backoff of up to a minute, and at once when a template becomes ready.
 type Pool struct {
 	Template string `json:"template"`
 	Runtime  string `json:"runtime"`
 	Size     int    `json:"size"`
 	Ready    int    `json:"ready"`
+	Reason   string `json:"reason,omitempty"`
+	Message  string `json:"message,omitempty"`
+	Failures int    `json:"failures,omitempty"`
 }
 
 // RuntimeInfo says whether a sandbox runtime can be used here, and why not.

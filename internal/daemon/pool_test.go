@@ -224,3 +224,50 @@ func grepLines(s, substr string) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// TestWarmPoolMissingTemplate: a pool whose template does not exist says
+// why it is empty and does not hold up the other pools; once the template
+// is built, the pool fills without waiting out its backoff.
+func TestWarmPoolMissingTemplate(t *testing.T) {
+	t.Parallel()
+	d := testenv.StartDaemon(t, func(c *daemon.Config) {
+		c.WarmPools = []sandbox.PoolSpec{{Template: "toolbox", Size: 1}, {Template: "base", Size: 1}}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	pool := func(name string) apitype.Pool {
+		_, sys := poolReady(t, d)
+		for _, p := range sys.Pools {
+			if p.Template == name {
+				return p
+			}
+		}
+		t.Fatalf("no pool %q in %+v", name, sys.Pools)
+		return apitype.Pool{}
+	}
+	// The control: the pool after the failing one fills.
+	testenv.Eventually(t, 60*time.Second, "the base pool to fill", func() bool { return pool("base").Ready == 1 })
+	testenv.Eventually(t, 30*time.Second, "the toolbox pool to say why it is empty", func() bool {
+		return pool("toolbox").Reason == "template_not_found"
+	})
+	if p := pool("toolbox"); p.Ready != 0 || p.Failures < 1 || !strings.Contains(p.Message, "toolbox") {
+		t.Errorf("toolbox pool = %+v, want empty, with its failures and a message naming the template", p)
+	}
+	if testenv.Runtime() == "process" {
+		return // templates need an isolated runtime
+	}
+	// Let the backoff reach its minute, far past the wait below, then build.
+	testenv.Eventually(t, 2*time.Minute, "seven refill failures", func() bool { return pool("toolbox").Failures >= 7 })
+	if _, err := d.Client.BuildTemplate(ctx, apitype.BuildTemplateRequest{Name: "toolbox",
+		Steps: []apitype.TemplateStep{{Run: "true"}}}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 2*time.Minute, "the toolbox template to be ready", func() bool {
+		tp, err := d.Client.Template(ctx, "toolbox")
+		return err == nil && tp.State == apitype.TemplateReady
+	})
+	testenv.Eventually(t, 14*time.Second, "the toolbox pool to fill once its template is ready", func() bool {
+		p := pool("toolbox")
+		return p.Ready == 1 && p.Reason == "" && p.Failures == 0
+	})
+}

@@ -558,6 +558,7 @@ func (s *Service) Submit(ctx context.Context, who Principal, req apitype.CreateJ
 			Error: &apitype.JobError{Code: string(errcode.Unavailable), Reason: "queue_unavailable", Message: "queueing the job failed", Retryable: true}})
 		return nil, false, errcode.Wrap(errcode.Unavailable, err, "queueing the job failed")
 	}
+	s.log.InfoContext(ctx, "job queued", "job_id", j.ID, "action", j.Action, "tenant", j.Tenant)
 	return j, false, nil
 }
 
@@ -695,6 +696,7 @@ func (s *Service) change(ctx context.Context, id string, c Change) (*Job, error)
 	if c.To != "" && apitype.JobTerminal(c.To) {
 		s.metrics.finish(j)
 	}
+	s.logChange(ctx, j, c)
 	s.mu.Lock()
 	for ch := range s.subs[id] {
 		select {
@@ -704,6 +706,29 @@ func (s *Service) change(ctx context.Context, id string, c Change) (*Job, error)
 	}
 	s.mu.Unlock()
 	return j, nil
+}
+
+// logChange tells the operator how a job ended, or that an attempt
+// failed and is retried.
+func (s *Service) logChange(ctx context.Context, j *Job, c Change) {
+	jerr := j.Error
+	if c.To == apitype.JobQueued {
+		jerr = c.Event.Error
+	}
+	attrs := []any{"job_id", j.ID, "action", j.Action, "attempt", j.Attempt}
+	if jerr != nil {
+		attrs = append(attrs, "reason", jerr.Reason, "err", jerr.Message)
+	}
+	switch {
+	case c.To == apitype.JobSucceeded:
+		s.log.InfoContext(ctx, "job succeeded", attrs...)
+	case c.To == apitype.JobCanceled:
+		s.log.InfoContext(ctx, "job canceled", attrs...)
+	case c.To == apitype.JobFailed:
+		s.log.WarnContext(ctx, "job failed", attrs...)
+	case c.To == apitype.JobQueued && c.Event.Error != nil:
+		s.log.WarnContext(ctx, "job attempt failed; retrying", attrs...)
+	}
 }
 
 // Wait waits until the job is finished or ctx ends.

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -71,6 +72,7 @@ type Manager struct {
 	building map[string]bool          // template build sandboxes, whose root is writable
 
 	poolWake chan struct{} // asks the pool filler to look now
+	poolErrs poolFailures  // pools whose refills fail, waiting to retry
 }
 
 // NewManager returns a Manager over store with the given runtimes.
@@ -291,6 +293,12 @@ func (r Resources) withDefaults() Resources {
 // Create creates and starts a sandbox. If spec.Name names an existing
 // sandbox, that sandbox is returned with created false.
 func (m *Manager) Create(ctx context.Context, spec CreateSpec) (sb *Sandbox, created bool, err error) {
+	defer func() {
+		if created && spec.pool == "" {
+			m.log.InfoContext(ctx, "sandbox created", "sandbox_id", sb.ID, "name", sb.Name, "runtime", sb.Runtime,
+				"state", sb.State, "template", cmp.Or(spec.Template, BaseTemplate))
+		}
+	}()
 	if p := spec.Valid(); len(p) > 0 {
 		return nil, false, errcode.InvalidFields(p)
 	}
@@ -558,6 +566,9 @@ func (m *Manager) Delete(ctx context.Context, id string) error {
 	m.teardown(context.WithoutCancel(ctx), sb)
 	if err := m.store.DeleteSandbox(context.WithoutCancel(ctx), id); err != nil {
 		return err
+	}
+	if sb.Pool == "" {
+		m.log.InfoContext(ctx, "sandbox deleted", "sandbox_id", id, "name", sb.Name)
 	}
 	m.mu.Lock()
 	delete(m.locks, id)

@@ -1,10 +1,12 @@
 package sandbox
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/berthdev/berth/internal/apitype"
@@ -44,12 +46,99 @@ func ParsePoolSpec(s string) (PoolSpec, error) {
 	return PoolSpec{Template: name, Size: size}, nil
 }
 
-// PoolStatus is a pool's size and fill, for /v1/system and metrics.
+// PoolStatus is a pool's size and fill, for /v1/system and metrics, and
+// why it is short when its refills fail.
 type PoolStatus struct {
 	Template string
 	Runtime  string
 	Size     int
 	Ready    int
+	Reason   string
+	Message  string
+	Failures int
+}
+
+// Refill backoff: a pool whose start fails waits before its next try,
+// doubling from poolRetryMin to poolRetryMax, so a pool that cannot fill
+// (a template not yet built) neither floods the log nor holds up the
+// others. A template that becomes ready ends the wait at once.
+const (
+	poolRetryMin = time.Second
+	poolRetryMax = time.Minute
+)
+
+// poolFailures are the pools whose last refill failed; the zero value is
+// ready to use.
+type poolFailures struct {
+	mu sync.Mutex
+	by map[string]*poolFailure // by pool key
+}
+
+type poolFailure struct {
+	n               int
+	next            time.Time
+	reason, message string
+}
+
+// waiting reports whether pool is in its backoff at now.
+func (f *poolFailures) waiting(pool string, now time.Time) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	pf := f.by[pool]
+	return pf != nil && now.Before(pf.next)
+}
+
+// failed records a refill failure and returns the record.
+func (f *poolFailures) failed(pool string, err error, now time.Time) poolFailure {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.by == nil {
+		f.by = map[string]*poolFailure{}
+	}
+	pf := f.by[pool]
+	if pf == nil {
+		pf = &poolFailure{}
+		f.by[pool] = pf
+	}
+	pf.n++
+	wait := poolRetryMax
+	if pf.n < 8 {
+		wait = min(poolRetryMin<<(pf.n-1), poolRetryMax)
+	}
+	pf.next = now.Add(wait)
+	pf.reason, pf.message = cmp.Or(errcode.ReasonOf(err), "pool_start_failed"), err.Error()
+	return *pf
+}
+
+// clear forgets pool's failures (every pool's for ""), and reports
+// whether there were any.
+func (f *poolFailures) clear(pool string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if pool == "" {
+		n := len(f.by)
+		clear(f.by)
+		return n > 0
+	}
+	_, ok := f.by[pool]
+	delete(f.by, pool)
+	return ok
+}
+
+func (f *poolFailures) status(st *PoolStatus, pool string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if pf := f.by[pool]; pf != nil {
+		st.Reason, st.Message, st.Failures = pf.reason, pf.message, pf.n
+	}
+}
+
+// retryPools ends every pool's backoff, when what they lacked may have
+// come (a template became ready).
+func (m *Manager) retryPools() {
+	if m.poolErrs.clear("") {
+		m.wakePools()
+	}
 }
 
 // poolKey names a pool in the store: runtime and template.
@@ -126,6 +215,7 @@ func (m *Manager) Pools(ctx context.Context) ([]PoolStatus, error) {
 	for _, p := range m.cfg.Pools {
 		st := PoolStatus{Template: p.Template, Runtime: m.cfg.DefaultRuntime, Size: p.Size}
 		key := poolKey(st.Runtime, p.Template)
+		m.poolErrs.status(&st, key)
 		for _, sb := range all {
 			if sb.Pool == key && sb.State == apitype.StateRunning {
 				st.Ready++
@@ -157,8 +247,8 @@ func (m *Manager) runPools(ctx context.Context) {
 	}
 }
 
-// fillOne starts one sandbox for the first pool short of its size, and
-// reports whether it did.
+// fillOne starts one sandbox for the first pool short of its size and
+// not waiting out a failure, and reports whether it did.
 func (m *Manager) fillOne(ctx context.Context) bool {
 	if ctx.Err() != nil {
 		return false
@@ -182,7 +272,7 @@ func (m *Manager) fillOne(ctx context.Context) bool {
 	}
 	for _, p := range m.cfg.Pools {
 		key := poolKey(m.cfg.DefaultRuntime, p.Template)
-		if members[key] >= p.Size {
+		if members[key] >= p.Size || m.poolErrs.waiting(key, time.Now()) {
 			continue
 		}
 		tmpl := p.Template
@@ -190,11 +280,17 @@ func (m *Manager) fillOne(ctx context.Context) bool {
 			tmpl = ""
 		}
 		_, _, err := m.Create(ctx, CreateSpec{Template: tmpl, Idle: &IdlePolicy{}, pool: key})
-		if err != nil {
-			if ctx.Err() == nil {
-				m.log.ErrorContext(ctx, "filling warm pool", "template", p.Template, "err", err)
-			}
+		if ctx.Err() != nil {
 			return false
+		}
+		if err != nil {
+			pf := m.poolErrs.failed(key, err, time.Now())
+			m.log.WarnContext(ctx, "warm pool cannot fill", "template", p.Template, "reason", pf.reason,
+				"err", err, "failures", pf.n, "retry_in", time.Until(pf.next).Round(time.Second))
+			continue // the other pools still fill
+		}
+		if m.poolErrs.clear(key) {
+			m.log.InfoContext(ctx, "warm pool filling again", "template", p.Template)
 		}
 		return true
 	}

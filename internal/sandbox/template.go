@@ -261,6 +261,8 @@ func (m *Manager) finishTemplate(ctx context.Context, t *Template, err error) {
 	}
 	if uerr := m.store.UpdateTemplate(ctx, t); uerr != nil {
 		m.log.ErrorContext(ctx, "recording a template", "template", t.Name, "err", uerr)
+	} else if t.State == apitype.TemplateReady {
+		m.retryPools() // a pool may have waited for it
 	}
 }
 
