@@ -78,16 +78,9 @@ func (a *Agent) start(req StartRequest) (*command, error) {
 	if timeout <= 0 {
 		return nil, errcode.New(errcode.Invalid, "timeout_ms must be positive")
 	}
-	cwd, err := a.cleanPath(cmp(req.Cwd, "."), true)
+	cwd, err := a.workDir(req.Cwd)
 	if err != nil {
 		return nil, err
-	}
-	if cwd != "." {
-		if fi, err := a.root.Stat(cwd); err != nil {
-			return nil, fileError(err, req.Cwd)
-		} else if !fi.IsDir() {
-			return nil, errcode.WithReason(errcode.Invalid, ReasonNotDirectory, "cwd %q is not a directory", req.Cwd)
-		}
 	}
 
 	a.mu.Lock()
@@ -132,6 +125,23 @@ func cmp(s, dflt string) string {
 		return dflt
 	}
 	return s
+}
+
+// workDir validates the cwd of a command, terminal or service (relative to
+// the workspace, or absolute under it; "" is the workspace) and returns it
+// cleaned: it must resolve, inside the workspace, to a directory. Services
+// are checked with it when put, as commands are, and again at each start.
+func (a *Agent) workDir(cwd string) (string, error) {
+	clean, err := a.cleanPath(cmp(cwd, "."), true)
+	if err != nil || clean == "." {
+		return clean, err
+	}
+	if fi, err := a.root.Stat(clean); err != nil {
+		return "", fileError(err, cwd)
+	} else if !fi.IsDir() {
+		return "", errcode.WithReason(errcode.Invalid, ReasonNotDirectory, "cwd %q is not a directory", cwd)
+	}
+	return clean, nil
 }
 
 // newCommand creates the command's state and starts its process. A command

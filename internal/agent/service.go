@@ -220,6 +220,10 @@ func (a *Agent) putService(spec apitype.ServiceSpec) (_ apitype.Service, created
 	if err != nil {
 		return apitype.Service{}, false, err
 	}
+	// Refused now, as a command's would be, not at the start that follows.
+	if _, err := a.workDir(spec.Cwd); err != nil {
+		return apitype.Service{}, false, err
+	}
 	for {
 		a.mu.Lock()
 		if a.closing {
@@ -631,16 +635,9 @@ func (a *Agent) serviceCmd(spec apitype.ServiceSpec) (*exec.Cmd, error) {
 	if spec.Command != "" {
 		argv = []string{"/bin/sh", "-c", spec.Command}
 	}
-	cwd, err := a.cleanPath(cmp(spec.Cwd, "."), true)
+	cwd, err := a.workDir(spec.Cwd)
 	if err != nil {
 		return nil, err
-	}
-	if cwd != "." {
-		if fi, err := a.root.Stat(cwd); err != nil {
-			return nil, fileError(err, spec.Cwd)
-		} else if !fi.IsDir() {
-			return nil, errcode.WithReason(errcode.Invalid, ReasonNotDirectory, "cwd %q is not a directory", spec.Cwd)
-		}
 	}
 	extra := spec.Env
 	if _, ok := spec.Env["PORT"]; !ok && spec.Port > 0 {

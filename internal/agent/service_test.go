@@ -280,7 +280,10 @@ func TestServiceStartFailure(t *testing.T) {
 		wantLog string
 	}{
 		{"no-binary", apitype.ServiceSpec{Argv: []string{"no-such-binary-berth"}}, "no-such-binary-berth: executable file not found"},
-		{"no-cwd", apitype.ServiceSpec{Command: "true", Cwd: "missing"}, `"missing" does not exist`},
+	}
+	// A cwd that is not there is refused when put, as a command's is.
+	if _, _, err := ta.c.PutService(context.Background(), apitype.ServiceSpec{Name: "no-cwd", Command: "true", Cwd: "missing"}); errcode.ReasonOf(err) != "file_not_found" {
+		t.Errorf("PutService(cwd missing) = %v, want file_not_found", err)
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

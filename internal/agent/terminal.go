@@ -108,16 +108,9 @@ func (a *Agent) startTerminal(req apitype.CreateTerminalRequest) (*terminal, err
 	if p := req.Valid(); p != nil {
 		return nil, errcode.InvalidFields(p)
 	}
-	cwd, err := a.cleanPath(cmp(req.Cwd, "."), true)
+	cwd, err := a.workDir(req.Cwd)
 	if err != nil {
 		return nil, err
-	}
-	if cwd != "." {
-		if fi, err := a.root.Stat(cwd); err != nil {
-			return nil, fileError(err, req.Cwd)
-		} else if !fi.IsDir() {
-			return nil, errcode.WithReason(errcode.Invalid, ReasonNotDirectory, "cwd %q is not a directory", req.Cwd)
-		}
 	}
 
 	a.mu.Lock()

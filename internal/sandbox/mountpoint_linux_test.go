@@ -20,19 +20,19 @@ func TestCheckMountPoints(t *testing.T) {
 		check func(dir string) error
 		ok    bool
 	}{
-		{"layer: proc a link", func(t *testing.T, dir string) { link(t, "sys", dir, "proc") }, checkLayer, false},
-		{"layer: etc a link", func(t *testing.T, dir string) { mkdir(t, dir, "usr/etc"); link(t, "usr/etc", dir, "etc") }, checkLayer, false},
-		{"layer: dev a file", func(t *testing.T, dir string) { write(t, dir, "dev") }, checkLayer, false},
-		{"layer control: opt and usr", func(t *testing.T, dir string) { mkdir(t, dir, "opt/x"); mkdir(t, dir, "proc") }, checkLayer, true},
-		{"layer control: links elsewhere", func(t *testing.T, dir string) { link(t, "/proc", dir, "procs") }, checkLayer, true},
-		{"root: workspace a link", func(t *testing.T, dir string) { skeleton(t, dir, "workspace"); link(t, "/", dir, "workspace") }, rootCheck, false},
+		{"layer: proc a link", func(t *testing.T, dir string) { linkIn(t, "sys", dir, "proc") }, checkLayer, false},
+		{"layer: etc a link", func(t *testing.T, dir string) { mkdirIn(t, dir, "usr/etc"); linkIn(t, "usr/etc", dir, "etc") }, checkLayer, false},
+		{"layer: dev a file", func(t *testing.T, dir string) { writeIn(t, dir, "dev") }, checkLayer, false},
+		{"layer control: opt and usr", func(t *testing.T, dir string) { mkdirIn(t, dir, "opt/x"); mkdirIn(t, dir, "proc") }, checkLayer, true},
+		{"layer control: links elsewhere", func(t *testing.T, dir string) { linkIn(t, "/proc", dir, "procs") }, checkLayer, true},
+		{"root: workspace a link", func(t *testing.T, dir string) { skeletonIn(t, dir, "workspace"); linkIn(t, "/", dir, "workspace") }, rootCheck, false},
 		{"root: agent binary a link", func(t *testing.T, dir string) {
-			skeleton(t, dir, "")
+			skeletonIn(t, dir, "")
 			os.Remove(filepath.Join(dir, ".berth/berth"))
-			link(t, "/etc/passwd", dir, ".berth/berth")
+			linkIn(t, "/etc/passwd", dir, ".berth/berth")
 		}, rootCheck, false},
-		{"root: a bind target a link", func(t *testing.T, dir string) { skeleton(t, dir, ""); link(t, "/", dir, "usr") }, rootCheck, false},
-		{"root control", func(t *testing.T, dir string) { skeleton(t, dir, ""); mkdir(t, dir, "usr") }, rootCheck, true},
+		{"root: a bind target a link", func(t *testing.T, dir string) { skeletonIn(t, dir, ""); linkIn(t, "/", dir, "usr") }, rootCheck, false},
+		{"root control", func(t *testing.T, dir string) { skeletonIn(t, dir, ""); mkdirIn(t, dir, "usr") }, rootCheck, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -55,29 +55,29 @@ func TestCheckMountPoints(t *testing.T) {
 
 func rootCheck(dir string) error { return checkRoot(dir, []string{"/usr"}) }
 
-// skeleton makes the mount points in dir, but skip, and the agent's file.
-func skeleton(t *testing.T, dir, skip string) {
+// skeletonIn makes the mount points in dir, but skip, and the agent's file.
+func skeletonIn(t *testing.T, dir, skip string) {
 	for _, p := range mountPoints {
 		if p != skip {
-			mkdir(t, dir, p)
+			mkdirIn(t, dir, p)
 		}
 	}
-	write(t, dir, ".berth/berth")
+	writeIn(t, dir, ".berth/berth")
 }
 
-func mkdir(t *testing.T, dir, name string) {
+func mkdirIn(t *testing.T, dir, name string) {
 	if err := os.MkdirAll(filepath.Join(dir, name), 0o755); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func write(t *testing.T, dir, name string) {
+func writeIn(t *testing.T, dir, name string) {
 	if err := os.WriteFile(filepath.Join(dir, name), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func link(t *testing.T, target, dir, name string) {
+func linkIn(t *testing.T, target, dir, name string) {
 	if err := os.Symlink(target, filepath.Join(dir, name)); err != nil {
 		t.Fatal(err)
 	}
