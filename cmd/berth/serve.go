@@ -28,6 +28,7 @@ func (a *app) serveCommand() *cobra.Command {
 	var (
 		listen, logFormat, logLevel           string
 		defaultRuntime, ociRuntime, runsc     string
+		uidRegistry                           string
 		previewDomain                         string
 		warmPools                             []string
 		chromium                              string
@@ -87,7 +88,7 @@ sandboxes keep running and are re-adopted by the next start.`,
 				MaxSandboxes: maxSandboxes, MaxCommands: maxCommands, MaxHistory: maxHistory,
 				OutputCap: int64(outputCap), MaxUpload: int64(maxUpload),
 				DefaultTimeout: commandTimeout, MaxTimeout: maxCommandTimeout,
-				DefaultRuntime: defaultRuntime, OCIRuntime: ociRuntime, Runsc: runsc,
+				DefaultRuntime: defaultRuntime, OCIRuntime: ociRuntime, Runsc: runsc, UIDRegistry: uidRegistry,
 				PreviewDomain: previewDomain, WarmPools: pools, Logger: log,
 				Chromium: chromium, MaxBrowserSessions: maxBrowserSessions, BrowserIdleTimeout: browserIdle,
 				JobsRuntime: jobsRuntime, NoJobWorkers: !jobWorkers, JobCapacity: jobCap, JobPools: jp,
@@ -106,6 +107,8 @@ sandboxes keep running and are re-adopted by the next start.`,
 	f.StringVar(&defaultRuntime, "default-runtime", "", "runtime of sandboxes that name none (default: container when available, else process)")
 	f.StringVar(&ociRuntime, "oci-runtime", "auto", "program of the container runtime: auto, crun or runc")
 	f.StringVar(&runsc, "runsc", "", "path of gVisor's runsc (default: found on PATH)")
+	f.StringVar(&uidRegistry, "uid-registry", sandbox.DefaultUIDRegistry,
+		"host-wide file leasing sandbox uids to every daemon of this host (keep one per host, outside data directories)")
 	f.StringVar(&previewDomain, "preview-domain", "localhost",
 		"serve sandbox ports at http://{port}-{sandbox}.DOMAIN (point *.DOMAIN at this daemon; \"\" turns it off)")
 	f.StringArrayVar(&warmPools, "warm-pool", nil,

@@ -40,6 +40,9 @@ type Config struct {
 	DefaultRuntime string // "" picks container when available, else process
 	OCIRuntime     string // auto, crun or runc
 	Runsc          string // path of runsc; "" looks on PATH
+	// UIDRegistry is the host-wide file leasing sandbox uids to every
+	// daemon of the host ("" is sandbox.DefaultUIDRegistry).
+	UIDRegistry    string
 	MaxSandboxes   int
 	MaxCommands    int
 	MaxHistory     int
@@ -168,7 +171,7 @@ func Run(ctx context.Context, cfg Config) error {
 		DataDir:        dataDir, AgentBinary: bin, MaxSandboxes: cfg.MaxSandboxes, MaxCommands: cfg.MaxCommands,
 		MaxHistory: cfg.MaxHistory, OutputCap: cfg.OutputCap, MaxUpload: cfg.MaxUpload,
 		DefaultTimeout: cfg.DefaultTimeout, MaxTimeout: cfg.MaxTimeout, Logger: log,
-		Pools: cfg.WarmPools,
+		Pools: cfg.WarmPools, UIDRegistry: cfg.UIDRegistry,
 	}, db, runtimes...)
 	defer mgr.Close()
 	if err := mgr.Recover(ctx); err != nil {

@@ -511,6 +511,9 @@ func (r *ContainerRuntime) Stop(ctx context.Context, sb *Sandbox, l Layout) erro
 	if err := waitLoopDetached(ctx, filepath.Join(cl.Dir, diskImage)); err != nil {
 		errs = append(errs, err)
 	}
+	if err := r.unpinNullNetNS(ctx); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
 }
 

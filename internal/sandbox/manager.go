@@ -35,8 +35,12 @@ type Config struct {
 	DefaultTimeout time.Duration
 	MaxTimeout     time.Duration
 	// Pools are the warm pools to keep full.
-	Pools  []PoolSpec
-	Logger *slog.Logger
+	Pools []PoolSpec
+	// UIDRegistry is the host-wide file that leases isolated sandboxes
+	// their host uids, shared by every daemon of the host
+	// (DefaultUIDRegistry when empty).
+	UIDRegistry string
+	Logger      *slog.Logger
 }
 
 // Defaults.
@@ -52,6 +56,7 @@ type Manager struct {
 	store    Store
 	runtimes map[string]Runtime
 	log      *slog.Logger
+	uids     *UIDRegistry
 
 	// bg is the lifetime of background command watchers; cancelled by Close.
 	bg     context.Context
@@ -102,6 +107,9 @@ func NewManager(cfg Config, store Store, runtimes ...Runtime) *Manager {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.UIDRegistry == "" {
+		cfg.UIDRegistry = DefaultUIDRegistry
+	}
 	m := &Manager{
 		cfg: cfg, store: store, log: cfg.Logger,
 		runtimes: make(map[string]Runtime),
@@ -120,6 +128,7 @@ func NewManager(cfg Config, store Store, runtimes ...Runtime) *Manager {
 	if m.cfg.DefaultRuntime == "" {
 		m.cfg.DefaultRuntime = "process"
 	}
+	m.uids = NewUIDRegistry(cfg.UIDRegistry, firstSandboxUID, sandboxUIDCount)
 	m.bg, m.stopBg = context.WithCancel(context.Background())
 	return m
 }
@@ -137,11 +146,21 @@ func (m *Manager) Runtimes() []Runtime {
 	return out
 }
 
-// Close stops the background watchers and waits for them. Sandboxes keep
+// Close stops the background watchers and waits for them, and lets each
+// runtime release what it holds beyond its sandboxes. Sandboxes keep
 // running: a restarted daemon re-adopts them.
 func (m *Manager) Close() {
 	m.stopBg()
 	m.wg.Wait()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, rt := range m.Runtimes() {
+		if c, ok := rt.(interface{ Close(context.Context) error }); ok {
+			if err := c.Close(ctx); err != nil {
+				m.log.ErrorContext(ctx, "closing runtime", "runtime", rt.Name(), "err", err)
+			}
+		}
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, c := range m.agents {
@@ -393,6 +412,8 @@ func (m *Manager) Create(ctx context.Context, spec CreateSpec) (sb *Sandbox, cre
 		m.teardown(context.WithoutCancel(ctx), sb)
 		if derr := m.store.DeleteSandbox(context.WithoutCancel(ctx), sb.ID); derr != nil {
 			m.log.ErrorContext(ctx, "rolling back sandbox", "sandbox_id", sb.ID, "err", derr)
+		} else {
+			m.releaseUID(context.WithoutCancel(ctx), sb)
 		}
 		return nil, false, err
 	}
@@ -445,23 +466,25 @@ func (m *Manager) insertWithinLimit(ctx context.Context, sb *Sandbox) error {
 	}
 	if sb.Resources != (Resources{}) {
 		// Each isolated sandbox runs as a host uid of its own, unused by
-		// any other, so nothing one writes is another's.
-		for uid := firstSandboxUID; ; uid++ {
-			if !uids[uid] {
-				sb.UID = uid
-				break
-			}
+		// any other sandbox of any daemon on this host, so nothing one
+		// writes is another's and per-uid kernel limits are its own. The
+		// host-wide registry leases it; this store's uids are excluded
+		// too, for sandboxes recorded before the registry knew them.
+		uid, err := m.uids.Lease(m.cfg.DataDir, sb.ID, uids)
+		if err != nil {
+			return err
 		}
+		sb.UID = uid
 	}
-	return m.store.CreateSandbox(ctx, sb)
+	if err := m.store.CreateSandbox(ctx, sb); err != nil {
+		m.releaseUID(ctx, sb)
+		return err
+	}
+	return nil
 }
 
 // buildLabel marks a template build's sandbox.
 const buildLabel = "berth.template_build"
-
-// firstSandboxUID starts the host uids of isolated sandboxes, above the
-// ranges distributions give users and subordinate ids (100000-165535).
-const firstSandboxUID = 300000
 
 // start lays out the sandbox's directories, starts its agent and records
 // it as running.
@@ -567,6 +590,7 @@ func (m *Manager) Delete(ctx context.Context, id string) error {
 	if err := m.store.DeleteSandbox(context.WithoutCancel(ctx), id); err != nil {
 		return err
 	}
+	m.releaseUID(context.WithoutCancel(ctx), sb)
 	if sb.Pool == "" {
 		m.log.InfoContext(ctx, "sandbox deleted", "sandbox_id", id, "name", sb.Name)
 	}
@@ -1208,11 +1232,14 @@ func (m *Manager) markLost(ctx context.Context, sb *Sandbox, recs []*CommandReco
 const agentCheckInterval = time.Second
 
 // Run watches live sandboxes until ctx ends: one whose agent died (killed,
-// crashed, out of memory) is marked failed with reason agent_lost.
+// crashed, out of memory) is marked failed with reason agent_lost. It also
+// reconciles this daemon's uid leases with its store, at once and then
+// periodically (see reconcileUIDs).
 func (m *Manager) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	wg.Go(func() { m.runPools(ctx) })
+	wg.Go(func() { m.runUIDReconcile(ctx) })
 	t := time.NewTicker(agentCheckInterval)
 	defer t.Stop()
 	for {

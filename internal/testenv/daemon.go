@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -43,7 +44,7 @@ func StartDaemon(t testing.TB, tweak func(*daemon.Config)) *Daemon {
 	cfg := daemon.Config{
 		DataDir: filepath.Join(dir, "d"), Listen: "127.0.0.1:0", Version: "test",
 		AgentBinary: Binary(t), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		DefaultRuntime: Runtime(),
+		DefaultRuntime: Runtime(), UIDRegistry: UIDRegistry(t),
 		// No warm job runtimes unless a test asks: they are containers
 		// with Chromium or LibreOffice up.
 		JobPools: map[string]int{"browser": 0, "office": 0},
@@ -90,6 +91,26 @@ func StartDaemon(t testing.TB, tweak func(*daemon.Config)) *Daemon {
 		CheckNoProcesses(t, cfg.DataDir)
 	})
 	return d
+}
+
+// uidRegistries holds each test's uid registry path, by testing.TB.
+var uidRegistries sync.Map
+
+// UIDRegistry returns the sandbox uid registry of t's daemons: one file per
+// test, shared by every daemon the test starts (as daemons of one host
+// share the host's), so tests never lease from the host's registry or fight
+// over it. A test wanting another sets daemon.Config.UIDRegistry (or passes
+// --uid-registry) itself.
+func UIDRegistry(t testing.TB) string {
+	t.Helper()
+	if p, ok := uidRegistries.Load(t); ok {
+		return p.(string)
+	}
+	p, loaded := uidRegistries.LoadOrStore(t, filepath.Join(t.TempDir(), "uids"))
+	if !loaded {
+		t.Cleanup(func() { uidRegistries.Delete(t) })
+	}
+	return p.(string)
 }
 
 // DeleteAll deletes every sandbox of the daemon.
@@ -140,7 +161,8 @@ func StartDaemonProcess(t testing.TB, dataDir string, extraArgs ...string) *Daem
 	NeedRuntime(t, Runtime())
 	// No warm job runtimes unless a test asks (a later --job-pool wins).
 	args := append([]string{"serve", "--data", dataDir, "--listen", "127.0.0.1:0", "--log-level", "debug",
-		"--default-runtime", Runtime(), "--job-pool", "browser=0", "--job-pool", "office=0"}, extraArgs...)
+		"--default-runtime", Runtime(), "--job-pool", "browser=0", "--job-pool", "office=0",
+		"--uid-registry", UIDRegistry(t)}, extraArgs...)
 	cmd := exec.Command(bin, args...)
 	logf, err := os.OpenFile(filepath.Join(filepath.Dir(dataDir), "daemon.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
