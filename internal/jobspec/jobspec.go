@@ -9,10 +9,16 @@
 package jobspec
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"reflect"
 	"regexp"
 	"strings"
+
+	"github.com/berthdev/berth/internal/errcode"
+	"github.com/berthdev/berth/internal/wire"
 )
 
 // RunnerAPI is the version of the runner protocol this binary speaks. An
@@ -155,19 +161,82 @@ var Papers = map[string][2]float64{
 
 var pageRangesRE = regexp.MustCompile(`^\s*\d+(\s*-\s*\d+)?(\s*,\s*\d+(\s*-\s*\d+)?)*\s*$`)
 
-// ParseOptions decodes raw options strictly: an unknown field is an error
-// that names it.
+// ParseOptions decodes raw options strictly, as request bodies are (see
+// wire.DecodeJSON): an unknown field, a repeated one, one in the wrong case
+// or invalid UTF-8 is an error that names the field, and an unknown field
+// comes with the option it was probably meant to be.
 func ParseOptions(raw json.RawMessage) (Options, error) {
 	var o Options
 	if len(raw) == 0 || string(raw) == "null" {
 		return o, nil
 	}
-	dec := json.NewDecoder(strings.NewReader(string(raw)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&o); err != nil {
-		return o, fmt.Errorf("options: %v", err)
+	if err := wire.DecodeJSON(bytes.NewReader(raw), &o); err != nil {
+		msg := err.Error()
+		if e := new(errcode.Error); errors.As(err, &e) {
+			msg = e.Message
+		}
+		for _, p := range []string{"request body has an ", "request body: ", "request body "} {
+			msg = strings.TrimPrefix(msg, p)
+		}
+		var field string
+		if _, err := fmt.Sscanf(msg, "unknown field %q", &field); err == nil {
+			if near := nearestOption(field); near != "" {
+				msg += fmt.Sprintf("; did you mean %q?", near)
+			}
+		}
+		return o, errors.New(msg)
 	}
 	return o, nil
+}
+
+// OptionNames are the JSON names of every option, in declaration order.
+func OptionNames() []string {
+	t := reflect.TypeFor[Options]()
+	var names []string
+	for i := range t.NumField() {
+		if name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ","); name != "" && name != "-" {
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
+// nearestOption returns the option name closest to s (at most two edits
+// away, or one that contains it), or "".
+func nearestOption(s string) string {
+	s = strings.ToLower(s)
+	best, bestD := "", 3
+	for _, n := range OptionNames() {
+		d := editDistance(s, n)
+		if len(s) >= 3 && strings.Contains(n, s) {
+			d = min(d, 2)
+		}
+		if d < bestD {
+			best, bestD = n, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance of a and b, in bytes.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
 
 // Validate returns the options' problems for action base, by field
