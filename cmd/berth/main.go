@@ -9,12 +9,19 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/berthdev/berth/internal/agent"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == agent.SpawnCommand {
+		// The agent's spawn helper, between the agent's fork and a
+		// command's exec: nothing else may run first.
+		agent.Spawn(os.Args[2:])
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr)
 	stop()

@@ -158,7 +158,7 @@ func newLogger(w interface{ Write([]byte) (int, error) }, format, level string) 
 // don't.
 func (a *app) agentCommand() *cobra.Command {
 	var cfg agent.Config
-	var tokenFD, readyFD, listenFD int
+	var tokenFD, readyFD, listenFD, workloadFD int
 	var outputCap, maxUpload sizeValue
 	cmd := &cobra.Command{
 		Use:    "agent",
@@ -177,6 +177,11 @@ func (a *app) agentCommand() *cobra.Command {
 			}
 			if readyFD > 0 {
 				cfg.Ready = os.NewFile(uintptr(readyFD), "ready")
+			}
+			if workloadFD > 0 {
+				// Kept from commands: only the spawn helper gets it.
+				syscall.CloseOnExec(workloadFD)
+				cfg.WorkloadProcs = os.NewFile(uintptr(workloadFD), "workload cgroup.procs")
 			}
 			if listenFD > 0 {
 				f := os.NewFile(uintptr(listenFD), "listener")
@@ -218,6 +223,8 @@ func (a *app) agentCommand() *cobra.Command {
 	f.Var(&maxUpload, "max-upload", "largest upload")
 	f.IntVar(&tokenFD, "token-fd", 0, "file descriptor to read the token from")
 	f.IntVar(&readyFD, "ready-fd", 0, "file descriptor to report readiness on")
+	f.IntVar(&workloadFD, "workload-cgroup-fd", 0, "file descriptor of the workload cgroup's cgroup.procs")
+	f.Uint64Var(&cfg.WorkloadNProc, "workload-nproc", 0, "RLIMIT_NPROC of every process started")
 	return cmd
 }
 

@@ -54,7 +54,15 @@ type Config struct {
 	// ServiceLogBuffer is each service's log, in bytes: the tail of its
 	// output across restarts.
 	ServiceLogBuffer int
-	Logger           *slog.Logger
+	// WorkloadProcs, when set, is the cgroup.procs of the sandbox's
+	// workload cgroup, opened by the host, and WorkloadNProc, when
+	// positive, an RLIMIT_NPROC: every process the agent starts goes into
+	// that cgroup and gets that limit before its program runs (see
+	// SpawnCommand), so that the workload runs out of PIDs before the
+	// agent does.
+	WorkloadProcs *os.File
+	WorkloadNProc uint64
+	Logger        *slog.Logger
 	// Ready, if set, is closed (after a line is written to it) once the
 	// agent is listening.
 	Ready *os.File
@@ -76,6 +84,7 @@ type Agent struct {
 	cfg  Config
 	log  *slog.Logger
 	root *os.Root
+	self string // the agent's binary, for the spawn helper
 
 	// rootConfines is false where the kernel lets os.Root follow a link
 	// out (gVisor): paths are then resolved by resolveBeneath.
@@ -140,6 +149,12 @@ func New(cfg Config) (*Agent, error) {
 		services: make(map[string]*service), rootConfines: rootConfines(cfg.StateDir)}
 	if !a.rootConfines {
 		a.log.Warn("os.Root does not confine links here; resolving them in the agent")
+	}
+	if a.workloadBudget() {
+		if a.self, err = os.Executable(); err != nil {
+			root.Close()
+			return nil, fmt.Errorf("finding the agent's binary for the spawn helper: %w", err)
+		}
 	}
 	if err := a.load(); err != nil {
 		root.Close()

@@ -212,7 +212,7 @@ func (a *Agent) newCommand(req StartRequest, argv []string, cwd string, timeout 
 		cmd.Stdin, inW = inR, w
 		defer inR.Close()
 	}
-	startErr := cmd.Start()
+	startErr := a.startProcess(cmd, cmd.Start)
 	closeAll(outW, errW)
 	if startErr != nil {
 		closeAll(outR, errR, inW)

@@ -490,7 +490,7 @@ func (a *Agent) runService(s *service, run *serviceRun, spec apitype.ServiceSpec
 	// Start and record the PID under a.mu: the orphan reaper reads owned
 	// PIDs under it, so it never sees this process without knowing it.
 	a.mu.Lock()
-	startErr := cmd.Start()
+	startErr := a.startProcess(cmd, cmd.Start)
 	started := time.Now()
 	if startErr == nil {
 		at := started.UTC()

@@ -140,8 +140,15 @@ func (a *Agent) startTerminal(req apitype.CreateTerminalRequest) (*terminal, err
 	}
 	env["TERM"] = terminalTERM
 	cmd := &exec.Cmd{Path: argv[0], Args: argv, Dir: filepath.Join(a.cfg.Workspace, cwd), Env: a.commandEnv(env)}
-	ptmx, err := pty.StartWithAttrs(cmd, &pty.Winsize{Cols: uint16(req.Cols), Rows: uint16(req.Rows)}, terminalAttr())
+	var ptmx *os.File
+	err = a.startProcess(cmd, func() (err error) {
+		ptmx, err = pty.StartWithAttrs(cmd, &pty.Winsize{Cols: uint16(req.Cols), Rows: uint16(req.Rows)}, terminalAttr())
+		return err
+	})
 	if err != nil {
+		if ptmx != nil {
+			ptmx.Close()
+		}
 		return nil, errcode.Wrap(errcode.Unavailable, err, "starting the terminal: %s", startMessage(err))
 	}
 	pid := cmd.Process.Pid

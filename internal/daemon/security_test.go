@@ -699,6 +699,7 @@ func TestSecurityPolicyFromOutside(t *testing.T) {
 			{"memory", "memory.limit_in_bytes", strconv.Itoa(96 << 20)},
 			{"memory", "memory.memsw.limit_in_bytes", strconv.Itoa(96 << 20)}, // no swap beyond the limit
 			{"pids", "pids.max", pidsMax(rt, 48)},
+			{"pids", "workload/pids.max", workloadPidsMax(rt, 48)},
 			{"cpu", "cpu.cfs_quota_us", "50000"},
 			{"cpu", "cpu.cfs_period_us", "100000"},
 		} {
@@ -706,6 +707,12 @@ func TestSecurityPolicyFromOutside(t *testing.T) {
 			b, err := os.ReadFile(p)
 			if os.IsNotExist(err) && tt.file == "memory.memsw.limit_in_bytes" {
 				continue // swap accounting is off on this kernel
+			}
+			if tt.want == "" {
+				if err == nil {
+					t.Errorf("%s exists, want none", p)
+				}
+				continue
 			}
 			if got := strings.TrimSpace(string(b)); err != nil || got != tt.want {
 				t.Errorf("%s = %q (%v), want %q", p, got, err, tt.want)
@@ -793,14 +800,22 @@ func cgroupDir(controller, id string) string {
 	return filepath.Join("/sys/fs/cgroup", controller, "berth", id)
 }
 
+// cgroupProcs lists the processes in a sandbox's pids cgroup and in the
+// cgroups below it (the workload's).
 func cgroupProcs(id string) []int {
-	b, _ := os.ReadFile(filepath.Join(cgroupDir("pids", id), "cgroup.procs"))
 	var out []int
-	for _, f := range strings.Fields(string(b)) {
-		if pid, err := strconv.Atoi(f); err == nil {
-			out = append(out, pid)
+	_ = filepath.WalkDir(cgroupDir("pids", id), func(p string, e os.DirEntry, err error) error {
+		if err != nil || e.Name() != "cgroup.procs" {
+			return nil
 		}
-	}
+		b, _ := os.ReadFile(p)
+		for _, f := range strings.Fields(string(b)) {
+			if pid, err := strconv.Atoi(f); err == nil && !slices.Contains(out, pid) {
+				out = append(out, pid)
+			}
+		}
+		return nil
+	})
 	return out
 }
 
@@ -923,32 +938,41 @@ func mountProblems(pid int, dataDir, id string) []string {
 	return out
 }
 
-// TestSecurityNeighbours runs a fork bomb, a memory bomb and a disk fill
-// in one isolated sandbox while its neighbour keeps answering and the
-// daemon stays healthy; then the bombed sandbox is still deletable and
-// leaves nothing behind.
+// TestSecurityNeighbours runs a fork bomb, a memory bomb and a disk fill,
+// each in an isolated sandbox of its own, while their neighbour keeps
+// answering and the daemon stays healthy; then every bombed sandbox is
+// still deletable and leaves nothing behind. Each bomb has its sandbox to
+// itself so that none starves another's start: a disk fill started while
+// a fork bomb in the same sandbox holds every PID fails to start at all
+// (EAGAIN), which made this test depend on which bomb the scheduler ran
+// first. TestForkBombLeavesAgent covers a bomb's own sandbox.
 func TestSecurityNeighbours(t *testing.T) {
 	t.Parallel()
 	rt := isolatedRuntime(t)
 	d := testenv.StartDaemon(t, nil)
 	res := securityResources
-	a := newSandboxOf(t, d, rt, &res)
 	b := newSandboxOf(t, d, rt, &res)
-	// The bombs are bounded by these limits: make sure they hold before
-	// setting them off.
-	if got, _ := os.ReadFile(filepath.Join(cgroupDir("pids", a.ID), "pids.max")); strings.TrimSpace(string(got)) != pidsMax(rt, 64) {
-		t.Fatalf("pids.max of the sandbox = %q, want %s: not bombing an unbounded sandbox", got, pidsMax(rt, 64))
-	}
-	bin := probeBinary(t, a)
 	type bomb struct {
 		name string
 		args []string
+		sb   apitype.Sandbox
 	}
-	fork := bomb{"RES-01", []string{"RES-01", "--fork-max", "5000"}}
-	// Caps of 8x the memory limit and 2x the disk limit keep a sandbox
-	// without limits from taking the host down with it.
-	memory := bomb{"RES-03", []string{"RES-03", "--memory-max-mb", strconv.Itoa(8 * int(res.MemoryMB))}}
-	disk := bomb{"RES-04", []string{"RES-04", "--disk-max-mb", strconv.Itoa(2 * int(res.DiskMB))}}
+	bombs := []*bomb{
+		{name: "RES-01", args: []string{"RES-01", "--fork-max", "5000"}},
+		// Caps of 8x the memory limit and 2x the disk limit keep a sandbox
+		// without limits from taking the host down with it.
+		{name: "RES-03", args: []string{"RES-03", "--memory-max-mb", strconv.Itoa(8 * int(res.MemoryMB))}},
+		{name: "RES-04", args: []string{"RES-04", "--disk-max-mb", strconv.Itoa(2 * int(res.DiskMB))}},
+	}
+	for _, bm := range bombs {
+		bm.sb = newSandboxOf(t, d, rt, &res)
+	}
+	// The bombs are bounded by these limits: make sure they hold before
+	// setting them off.
+	if got, _ := os.ReadFile(filepath.Join(cgroupDir("pids", bombs[0].sb.ID), "pids.max")); strings.TrimSpace(string(got)) != pidsMax(rt, 64) {
+		t.Fatalf("pids.max of the sandbox = %q, want %s: not bombing an unbounded sandbox", got, pidsMax(rt, 64))
+	}
+	bin := probeBinary(t, bombs[0].sb)
 	// The controls: in a process-runtime sandbox nothing stops the same
 	// bombs below caps set above the limits (twice pids, memory and
 	// disk), so the limits are what stops them in the isolated sandbox.
@@ -966,117 +990,91 @@ func TestSecurityNeighbours(t *testing.T) {
 			}
 		}
 	})
-	waves := [][]bomb{{fork, memory, disk}}
-	if rt == "gvisor" {
-		// Under runsc the memory bomb ends the whole sandbox (the host
-		// OOM killer picks the sentry), and with it the other bombs:
-		// it goes off last.
-		waves = [][]bomb{{fork, disk}, {memory}}
-	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // generous; no timing is asserted
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second) // generous; no timing is asserted
 	defer cancel()
 	type outcome struct {
-		name string
+		bomb *bomb
 		c    apitype.Command
 		err  error
 	}
 	var outcomes []outcome
+	done := make(chan outcome, len(bombs))
+	for _, bm := range bombs {
+		go func() {
+			argv := append([]string{bin, "probe", "--json"}, bm.args...)
+			c, err := d.Client.Run(ctx, bm.sb.ID, apitype.CreateCommandRequest{Argv: argv, TimeoutMS: 60000})
+			done <- outcome{bm, c, err}
+		}()
+	}
+	// Meanwhile the neighbour and the daemon keep answering. The loop
+	// ends with the bombs, or with ctx.
 	answered := 0
-	for _, wave := range waves {
-		done := make(chan outcome, len(wave))
-		for _, bm := range wave {
-			go func() {
-				argv := append([]string{bin, "probe", "--json"}, bm.args...)
-				c, err := d.Client.Run(ctx, a.ID, apitype.CreateCommandRequest{Argv: argv, TimeoutMS: 60000})
-				done <- outcome{bm.name, c, err}
-			}()
+	for left := len(bombs); left > 0; {
+		select {
+		case o := <-done:
+			outcomes = append(outcomes, o)
+			left--
+			continue
+		default:
 		}
-		// Meanwhile the neighbour and the daemon keep answering. The
-		// loop ends with the wave, or with ctx.
-		for left := len(wave); left > 0; {
-			select {
-			case o := <-done:
-				outcomes = append(outcomes, o)
-				left--
-				continue
-			default:
-			}
-			if ctx.Err() != nil {
-				t.Fatalf("the bombs did not end within 30s (%d left)", left)
-			}
-			c, err := d.Client.Run(ctx, b.ID, apitype.CreateCommandRequest{Command: "echo ok"})
-			if err != nil || c.Stdout != "ok\n" {
-				t.Errorf("neighbour: %q, %v; want ok", c.Stdout, err)
-			}
-			if err := d.Client.Health(ctx); err != nil {
-				t.Errorf("daemon health: %v", err)
-			}
-			answered++
+		if ctx.Err() != nil {
+			t.Fatalf("the bombs did not end within 60s (%d left)", left)
 		}
+		c, err := d.Client.Run(ctx, b.ID, apitype.CreateCommandRequest{Command: "echo ok"})
+		if err != nil || c.Stdout != "ok\n" {
+			t.Errorf("neighbour: %q, %v; want ok", c.Stdout, err)
+		}
+		if err := d.Client.Health(ctx); err != nil {
+			t.Errorf("daemon health: %v", err)
+		}
+		answered++
 	}
 	if answered == 0 {
 		t.Error("the neighbour was never asked while the bombs ran")
 	}
 
-	// The memory bomb's command is killed for the memory limit, or the
-	// whole sandbox is: under runsc the host OOM killer picks the sentry,
-	// and in a container a second OOM kill (while the first victim's
-	// memory is still being freed and the fork bomb allocates) can pick
-	// the agent, the container's init. Either way the daemon must record
-	// the sandbox failed, for oom, and everything else stays unharmed.
-	memoryKilled := slices.ContainsFunc(outcomes, func(o outcome) bool {
-		return o.name == "RES-03" && o.err == nil && o.c.Status == apitype.CommandFailed && o.c.Reason == "oom"
-	})
-	agentGone := slices.ContainsFunc(outcomes, func(o outcome) bool { return o.err != nil })
-	lost := false
-	if agentGone || (rt == "gvisor" && !memoryKilled) {
-		testenv.Eventually(t, 20*time.Second, "the bombed sandbox to be marked failed", func() bool {
-			got, err := d.Client.GetSandbox(context.Background(), a.ID)
-			return err == nil && got.State == apitype.StateFailed
-		})
-		got, _ := d.Client.GetSandbox(context.Background(), a.ID)
-		t.Logf("the OOM killer ended the whole bombed sandbox: %s (%s)", got.State, got.Reason)
-		reasons := []string{"oom"}
-		if rt == "gvisor" {
-			// runsc removes the cgroup, and its OOM count, soon after the
-			// sentry dies: the daemon may be too late to see it.
-			reasons = append(reasons, "agent_lost")
-		}
-		if !slices.Contains(reasons, got.Reason) {
-			t.Errorf("bombed sandbox failed with reason %q, want %v", got.Reason, reasons)
-		}
-		lost = true
-	}
 	for _, o := range outcomes {
 		rs := probe.Parse(o.c.Stdout)
-		t.Logf("%s: %s %s signal %q, %v: %v", o.name, o.c.Status, o.c.Reason, o.c.Signal, o.err, rs)
-		if o.err != nil {
-			if !lost {
-				t.Errorf("%s: %v", o.name, o.err)
-			}
-			continue // ended with its sandbox
-		}
-		switch o.name {
+		t.Logf("%s: %s %s signal %q, %v: %v", o.bomb.name, o.c.Status, o.c.Reason, o.c.Signal, o.err, rs)
+		switch o.bomb.name {
 		case "RES-01":
-			// runsc counts its own host threads and stub processes
-			// against pids.max, and its fork then fails with ENOMEM.
-			want := []string{"EAGAIN"}
-			if rt == "gvisor" {
-				want = append(want, "ENOMEM")
-			}
-			if len(rs) != 1 || !slices.Contains(want, rs[0].Outcome()) {
-				t.Errorf("fork bomb: %v, want fork to fail with %v at pids.max", rs, want)
+			// The workload's own budget stops it, inside a sandbox that
+			// keeps room for its agent (and, under gVisor, for runsc).
+			if o.err != nil || len(rs) != 1 || rs[0].Outcome() != "EAGAIN" {
+				t.Errorf("fork bomb: %v, %v; want fork to fail with EAGAIN at the workload's limit", rs, o.err)
 			}
 		case "RES-03":
-			// The OOM killer ends the bomb: it never reports reaching
-			// its cap. Under runsc it ends the whole sandbox.
-			if len(rs) != 0 || !(memoryKilled || lost) {
+			// The OOM killer ends the bomb: it never reports reaching its
+			// cap. It may end the whole sandbox: under runsc the host OOM
+			// killer picks the Sentry, and in a container a second OOM
+			// kill can pick the agent (see docs/security.md). The daemon
+			// must then record the sandbox failed, for oom.
+			if o.err == nil && o.c.Status == apitype.CommandFailed && o.c.Reason == "oom" && len(rs) == 0 {
+				break
+			}
+			if o.err == nil && (rt != "gvisor" || len(rs) != 0) {
 				t.Errorf("memory bomb: %s %s signal %q %v, want it killed for the memory limit", o.c.Status, o.c.Reason, o.c.Signal, rs)
+				break
+			}
+			testenv.Eventually(t, 20*time.Second, "the memory-bombed sandbox to be marked failed", func() bool {
+				got, err := d.Client.GetSandbox(context.Background(), o.bomb.sb.ID)
+				return err == nil && got.State == apitype.StateFailed
+			})
+			got, _ := d.Client.GetSandbox(context.Background(), o.bomb.sb.ID)
+			t.Logf("the OOM killer ended the whole memory-bombed sandbox: %s (%s)", got.State, got.Reason)
+			reasons := []string{"oom"}
+			if rt == "gvisor" {
+				// runsc removes the cgroup, and its OOM count, soon after
+				// the Sentry dies: the daemon may be too late to see it.
+				reasons = append(reasons, "agent_lost")
+			}
+			if !slices.Contains(reasons, got.Reason) {
+				t.Errorf("memory-bombed sandbox failed with reason %q, want %v", got.Reason, reasons)
 			}
 		case "RES-04":
-			if len(rs) != 1 || !slices.Contains([]string{"ENOSPC", "EDQUOT"}, rs[0].Outcome()) {
-				t.Errorf("disk fill: %v, want ENOSPC or EDQUOT", rs)
+			if o.err != nil || len(rs) != 1 || !slices.Contains([]string{"ENOSPC", "EDQUOT"}, rs[0].Outcome()) {
+				t.Errorf("disk fill: %v, %v; want ENOSPC or EDQUOT", rs, o.err)
 				break
 			}
 			var mib int64
@@ -1087,33 +1085,200 @@ func TestSecurityNeighbours(t *testing.T) {
 		}
 	}
 
-	delCtx, delCancel := context.WithTimeout(context.Background(), time.Minute)
-	defer delCancel()
-	if err := d.Client.DeleteSandbox(delCtx, a.ID); err != nil {
-		t.Fatalf("deleting the bombed sandbox: %v", err)
-	}
-	testenv.Eventually(t, 10*time.Second, "the bombed sandbox's processes to go", func() bool {
-		return len(d.SandboxProcesses(a.ID)) == 0 && len(cgroupProcs(a.ID)) == 0
-	})
-	if dirs, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup", "*", "berth", a.ID)); len(dirs) > 0 {
-		t.Errorf("cgroups left after delete: %v", dirs)
-	}
-	if dirs, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup", "berth", a.ID)); len(dirs) > 0 {
-		t.Errorf("cgroups left after delete: %v", dirs)
-	}
-	if _, err := os.Stat(filepath.Join(d.DataDir, "sandboxes", a.ID)); !os.IsNotExist(err) {
-		t.Errorf("the sandbox's directory is left after delete: %v", err)
+	for _, bm := range bombs {
+		delCtx, delCancel := context.WithTimeout(context.Background(), time.Minute)
+		err := d.Client.DeleteSandbox(delCtx, bm.sb.ID)
+		delCancel()
+		if err != nil {
+			t.Fatalf("deleting the %s sandbox: %v", bm.name, err)
+		}
+		id := bm.sb.ID
+		testenv.Eventually(t, 10*time.Second, "the "+bm.name+" sandbox's processes to go", func() bool {
+			return len(d.SandboxProcesses(id)) == 0 && len(cgroupProcs(id)) == 0
+		})
+		if dirs, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup", "*", "berth", id)); len(dirs) > 0 {
+			t.Errorf("cgroups left after deleting the %s sandbox: %v", bm.name, dirs)
+		}
+		if dirs, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup", "berth", id)); len(dirs) > 0 {
+			t.Errorf("cgroups left after deleting the %s sandbox: %v", bm.name, dirs)
+		}
+		if _, err := os.Stat(filepath.Join(d.DataDir, "sandboxes", id)); !os.IsNotExist(err) {
+			t.Errorf("the %s sandbox's directory is left after delete: %v", bm.name, err)
+		}
 	}
 	if c := run(t, d, b.ID, apitype.CreateCommandRequest{Command: "echo ok"}); c.Stdout != "ok\n" {
-		t.Errorf("neighbour after the delete: %q", c.Stdout)
+		t.Errorf("neighbour after the deletes: %q", c.Stdout)
 	}
 }
 
-// pidsMax is the pids.max a sandbox asking for pids gets: gVisor's get
-// room for runsc's own threads on top.
+// pidsMax is the pids.max of the cgroup of a sandbox asking for pids:
+// containers get the agent's reserve on top (their workload cgroup has
+// pids), gVisor's room for runsc's own threads.
 func pidsMax(rt string, pids int) string {
 	if rt == "gvisor" {
-		pids += sandbox.GVisorPidsHeadroom
+		return strconv.Itoa(pids + sandbox.GVisorPidsHeadroom)
+	}
+	return strconv.Itoa(pids + sandbox.AgentPidsReserve)
+}
+
+// workloadPidsMax is the pids.max of a container sandbox's workload
+// cgroup; gVisor sandboxes have none on the host ("").
+func workloadPidsMax(rt string, pids int) string {
+	if rt == "gvisor" {
+		return ""
 	}
 	return strconv.Itoa(pids)
+}
+
+// forkBombScript starts children (sleep) until that fails or 5000 run,
+// prints how it failed, holds the children for argv[1] seconds (so every
+// PID of the workload stays taken meanwhile), then kills and reaps them.
+// Bounded in count (5000 children) and time (each child exits after 120s
+// on its own). The children are spawned (vfork and exec), not forked
+// copies of Python: under gVisor those cost the Sentry enough memory that
+// the bomb is a memory bomb first.
+const forkBombScript = `
+import errno, os, shutil, signal, sys, time
+sleep, hold = shutil.which("sleep"), float(sys.argv[1])
+kids, err = [], None
+while len(kids) < 5000:
+    try:
+        kids.append(os.posix_spawn(sleep, ["sleep", "120"], {}))
+    except OSError as e:
+        err = e.errno
+        break
+print("fork failed: %s after %d children" % (errno.errorcode.get(err, err), len(kids)), flush=True)
+time.sleep(hold)
+for pid in kids:
+    os.kill(pid, signal.SIGKILL)
+for pid in kids:
+    os.waitpid(pid, 0)
+print("released", flush=True)
+`
+
+// TestForkBombLeavesAgent holds every PID a sandbox's workload may have
+// and checks that the agent keeps answering: a command started before the
+// bomb keeps its output, commands started meanwhile get an answer (a start
+// refused for EAGAIN is one), the bomb's fork fails with EAGAIN, and once
+// it lets go the same sandbox runs echo again. Before the workload had a
+// PID budget apart from the agent's, the agent's Go runtime failed to
+// start a thread in a container (fatal error: newosproc) and the sandbox
+// was lost with its output; under gVisor runsc ran out of host PIDs and
+// fork failed with ENOMEM.
+func TestForkBombLeavesAgent(t *testing.T) {
+	t.Parallel()
+	rt := isolatedRuntime(t)
+	d := testenv.StartDaemon(t, nil)
+	res := securityResources
+	sb := newSandboxOf(t, d, rt, &res)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	before := run(t, d, sb.ID, apitype.CreateCommandRequest{Command: "echo before"})
+	if before.Stdout != "before\n" {
+		t.Fatalf("echo before the bomb: %q", before.Stdout)
+	}
+	bomb, err := d.Client.Exec(ctx, sb.ID, apitype.CreateCommandRequest{
+		Argv: []string{"python3", "-c", forkBombScript, "20"}, TimeoutMS: 90000})
+	if err != nil || bomb.Status != apitype.CommandRunning {
+		t.Fatalf("starting the bomb: %+v, %v", bomb, err)
+	}
+	testenv.Eventually(t, 60*time.Second, "the bomb to run out of PIDs", func() bool {
+		c, err := d.Client.Command(ctx, sb.ID, bomb.ID, client.CommandQuery{})
+		if err != nil || c.Status != apitype.CommandRunning {
+			t.Fatalf("the bomb while it forks: %s %s, %v; stderr: %s", c.Status, c.Reason, err, c.Stderr)
+		}
+		return strings.Contains(c.Stdout, "fork failed")
+	})
+	// The positive control: the bomb took every PID the workload has,
+	// and the sandbox's cgroup still has room: for the agent (container),
+	// or for runsc's own host threads (gVisor, whose workload is bounded
+	// inside the Sentry, where the host cannot read it; the bomb's EAGAIN
+	// below says the workload's limit stopped it, where ENOMEM would be
+	// runsc out of host PIDs).
+	sbCur, sbMax := cgroupPids(t, cgroupDir("pids", sb.ID))
+	if rt == "container" {
+		cur, max := cgroupPids(t, filepath.Join(cgroupDir("pids", sb.ID), "workload"))
+		if cur < max {
+			t.Errorf("during the bomb the workload has %d PIDs of %d: not exhausted", cur, max)
+		}
+		t.Logf("during the bomb: workload pids %d of %d", cur, max)
+	}
+	t.Logf("during the bomb: sandbox pids %d of %d", sbCur, sbMax)
+	if sbCur >= sbMax {
+		t.Errorf("during the bomb the sandbox's cgroup has %d PIDs of %d: nothing left for the agent or runsc", sbCur, sbMax)
+	}
+
+	// Meanwhile, the agent answers, with requests in parallel so that its
+	// Go runtime wants threads.
+	var wg sync.WaitGroup
+	errs := make(chan error, 32)
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, err := d.Client.Run(ctx, sb.ID, apitype.CreateCommandRequest{Command: "echo during", TimeoutMS: 10000})
+			switch {
+			case err != nil:
+				errs <- fmt.Errorf("echo %d during the bomb: %w", i, err)
+			case c.Status == apitype.CommandExited && c.Stdout == "during\n":
+			case c.Status == apitype.CommandFailed && strings.Contains(c.Reason, "start:"):
+				// Refused for want of PIDs: an answer, not a lost agent.
+			default:
+				errs <- fmt.Errorf("echo %d during the bomb: %s %s %q", i, c.Status, c.Reason, c.Stdout)
+			}
+		}()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, err := d.Client.Command(ctx, sb.ID, before.ID, client.CommandQuery{})
+			if err != nil || c.Stdout != "before\n" {
+				errs <- fmt.Errorf("the earlier command during the bomb: %q, %v", c.Stdout, err)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+
+	var final apitype.Command
+	testenv.Eventually(t, 60*time.Second, "the bomb to end", func() bool {
+		final, err = d.Client.Command(ctx, sb.ID, bomb.ID, client.CommandQuery{WaitMS: 5000})
+		if err != nil {
+			t.Fatalf("waiting for the bomb: %v", err)
+		}
+		return final.Status != apitype.CommandRunning
+	})
+	t.Logf("the bomb: %s %q", final.Status, final.Stdout)
+	if final.Status != apitype.CommandExited || !strings.Contains(final.Stdout, "fork failed: EAGAIN ") || !strings.Contains(final.Stdout, "released") {
+		t.Errorf("the bomb: %s %s %q, stderr %q; want fork failed with EAGAIN, then released", final.Status, final.Reason, final.Stdout, final.Stderr)
+	}
+	if c := run(t, d, sb.ID, apitype.CreateCommandRequest{Command: "echo after"}); c.Stdout != "after\n" {
+		t.Errorf("echo after the bomb: %s %s %q", c.Status, c.Reason, c.Stdout)
+	}
+	if c, err := d.Client.Command(ctx, sb.ID, before.ID, client.CommandQuery{}); err != nil || c.Stdout != "before\n" {
+		t.Errorf("the earlier command after the bomb: %q, %v", c.Stdout, err)
+	}
+	if got, err := d.Client.GetSandbox(ctx, sb.ID); err != nil || got.State != apitype.StateRunning {
+		t.Errorf("the sandbox after the bomb: %s %s, %v; want running", got.State, got.Reason, err)
+	}
+}
+
+// cgroupPids reads pids.current and pids.max of a cgroup directory.
+func cgroupPids(t *testing.T, dir string) (current, max int) {
+	t.Helper()
+	read := func(name string) int {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		return n
+	}
+	return read("pids.current"), read("pids.max")
 }

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -63,19 +64,77 @@ func (c sandboxCgroup) dir(controller string) string {
 	return filepath.Join("/sys/fs/cgroup", controller, c.path)
 }
 
-// procs lists the PIDs in the cgroup.
-func (c sandboxCgroup) procs() []int {
-	b, err := os.ReadFile(filepath.Join(c.dir("pids"), "cgroup.procs"))
-	if err != nil {
-		return nil
+// workloadCgroup is the child of a container sandbox's cgroup, in the pids
+// hierarchy only, that holds every process the agent starts (commands,
+// terminals, services and all they fork). Its pids.max is the sandbox's
+// pids; the sandbox's own cgroup, where the agent stays, has
+// AgentPidsReserve more, so that a workload that takes every PID it may
+// have still leaves the agent's Go runtime the threads it needs.
+const workloadCgroup = "workload"
+
+// AgentPidsReserve is how many PIDs (processes and threads) a container
+// sandbox's cgroup has beyond its workload's budget, for the agent and the
+// short-lived helpers that move each new process into the workload cgroup
+// (see agent.SpawnCommand).
+const AgentPidsReserve = 128
+
+// makeWorkload creates the workload cgroup with pids.max = pids and opens
+// its cgroup.procs for writing, for the agent: a file opened by root lets
+// its holder move any process it can name into the cgroup (cgroup v1
+// checks the opener's credentials), and nothing else. Only cgroup v1 (and
+// hybrid) hosts: on v2 the agent would need a leaf cgroup of its own
+// beside the workload's, so there the workload shares the sandbox's budget
+// with the agent. It returns nil, nil when there is no workload cgroup to
+// make.
+func (c sandboxCgroup) makeWorkload(pids int64) (*os.File, error) {
+	if c.mode != cgroupV1 && c.mode != cgroupHybrid {
+		return nil, nil
 	}
+	dir := filepath.Join(c.dir("pids"), workloadCgroup)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("creating the workload cgroup: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "pids.max"), []byte(strconv.FormatInt(pids, 10)), 0); err != nil {
+		return nil, fmt.Errorf("setting the workload's pids.max: %w", err)
+	}
+	f, err := os.OpenFile(filepath.Join(dir, "cgroup.procs"), os.O_WRONLY, 0)
+	if err != nil {
+		return nil, fmt.Errorf("opening the workload cgroup: %w", err)
+	}
+	return f, nil
+}
+
+// procs lists the PIDs in the cgroup and its children (the workload's).
+func (c sandboxCgroup) procs() []int {
 	var out []int
-	for f := range strings.FieldsSeq(string(b)) {
-		if pid, err := strconv.Atoi(f); err == nil {
-			out = append(out, pid)
+	for _, d := range cgroupTree(c.dir("pids")) {
+		b, err := os.ReadFile(filepath.Join(d, "cgroup.procs"))
+		if err != nil {
+			continue
+		}
+		for f := range strings.FieldsSeq(string(b)) {
+			if pid, err := strconv.Atoi(f); err == nil {
+				out = append(out, pid)
+			}
 		}
 	}
 	return out
+}
+
+// cgroupTree lists a cgroup directory and the cgroups below it, children
+// before their parents (the order they can be removed in).
+func cgroupTree(dir string) []string {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, e := range entries {
+		if e.IsDir() {
+			out = append(out, cgroupTree(filepath.Join(dir, e.Name()))...)
+		}
+	}
+	return append(out, dir)
 }
 
 // oomKills returns how many processes the kernel's OOM killer ended in
@@ -128,7 +187,8 @@ func (c sandboxCgroup) kill() error {
 	return c.remove()
 }
 
-// remove deletes the cgroup's directories (empty cgroups only).
+// remove deletes the cgroup's directories, children first (empty cgroups
+// only).
 func (c sandboxCgroup) remove() error {
 	var errs []error
 	dirs := []string{c.dir("")}
@@ -139,9 +199,11 @@ func (c sandboxCgroup) remove() error {
 			dirs = append(dirs, filepath.Join("/sys/fs/cgroup", e.Name(), c.path))
 		}
 	}
-	for _, d := range dirs {
-		if err := syscall.Rmdir(d); err != nil && !errors.Is(err, syscall.ENOENT) && !errors.Is(err, syscall.ENOTDIR) {
-			errs = append(errs, err)
+	for _, top := range dirs {
+		for _, d := range cgroupTree(top) {
+			if err := syscall.Rmdir(d); err != nil && !errors.Is(err, syscall.ENOENT) && !errors.Is(err, syscall.ENOTDIR) {
+				errs = append(errs, err)
+			}
 		}
 	}
 	return errors.Join(errs...)

@@ -240,12 +240,20 @@ func (r *ContainerRuntime) Start(ctx context.Context, sb *Sandbox, l Layout, a A
 		return 0, err
 	}
 
-	var lnF *os.File
+	var lnF, procsF *os.File
 	if r.program != "runsc" {
 		if lnF, err = agent.ListenFile(l.Socket); err != nil {
 			return 0, fmt.Errorf("making the agent's socket: %w", err)
 		}
 		defer lnF.Close()
+		if r.workloadCgroup() {
+			// Made before the container, so that the agent has it from
+			// its first command; Stop removes it with the sandbox's.
+			if procsF, err = newSandboxCgroup(r.cgroups, sb.ID).makeWorkload(sb.Resources.Pids); err != nil {
+				return 0, err
+			}
+			defer procsF.Close()
+		}
 	} else {
 		os.Remove(filepath.Join(cl.sock, "agent.sock"))
 	}
@@ -268,6 +276,9 @@ func (r *ContainerRuntime) Start(ctx context.Context, sb *Sandbox, l Layout, a A
 	args := r.runArgs(sb.ID, cl)
 	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
 	cmd.ExtraFiles = []*os.File{lnF, tokR, readyW}
+	if procsF != nil {
+		cmd.ExtraFiles = append(cmd.ExtraFiles, procsF)
+	}
 	if lnF == nil {
 		cmd.ExtraFiles = []*os.File{tokR, readyW}
 	}
@@ -282,7 +293,7 @@ func (r *ContainerRuntime) Start(ctx context.Context, sb *Sandbox, l Layout, a A
 	if err := cmd.Run(); err != nil {
 		return 0, fmt.Errorf("%s run: %v: %s", r.program, err, logTail(l.Log))
 	}
-	closeAll(tokR, readyW)
+	closeAll(tokR, readyW, procsF)
 	if lnF != nil {
 		lnF.Close()
 	}
@@ -333,8 +344,17 @@ func adoptSocket(inSandbox, daemonPath string) error {
 	return nil
 }
 
+// workloadCgroup reports whether the sandbox's processes go into a workload
+// cgroup of their own, apart from the agent (see makeWorkload): under crun
+// or runc on a cgroup v1 host. gVisor's tasks are not host processes; its
+// agent bounds them with RLIMIT_NPROC instead (see spec).
+func (r *ContainerRuntime) workloadCgroup() bool {
+	return r.program != "runsc" && (r.cgroups == cgroupV1 || r.cgroups == cgroupHybrid)
+}
+
 // runArgs is the command line that runs the bundle detached, passing the
-// agent's listener, token pipe and ready pipe as fds 3, 4 and 5.
+// agent's listener, token pipe and ready pipe as fds 3, 4 and 5, and the
+// workload cgroup's cgroup.procs as fd 6.
 func (r *ContainerRuntime) runArgs(id string, cl containerLayout) []string {
 	args := append([]string{}, r.argv...)
 	switch r.program {
@@ -342,7 +362,11 @@ func (r *ContainerRuntime) runArgs(id string, cl containerLayout) []string {
 		args = append(args, "run", "--detach", "--pid-file", cl.pidFile, "--bundle", cl.bundle,
 			"--pass-fd", "3:3", "--pass-fd", "4:4", id)
 	default:
-		args = append(args, "run", "--detach", "--preserve-fds", "3", "--pid-file", cl.pidFile, "--bundle", cl.bundle, id)
+		fds := "3"
+		if r.workloadCgroup() {
+			fds = "4"
+		}
+		args = append(args, "run", "--detach", "--preserve-fds", fds, "--pid-file", cl.pidFile, "--bundle", cl.bundle, id)
 	}
 	return args
 }
@@ -411,6 +435,10 @@ func (r *ContainerRuntime) spec(sb *Sandbox, cl containerLayout, tmpl *hostTempl
 		specs.Mount{Destination: agentPathInSandbox, Type: "bind", Source: a.Binary, Options: []string{"bind", "ro", "nosuid", "nodev"}},
 	)
 	empty := []string{}
+	if r.workloadCgroup() {
+		// The workload's cgroup has pids; the agent keeps the reserve.
+		pids += AgentPidsReserve
+	}
 	s := &specs.Spec{
 		Version:  ociSpecVersion,
 		Hostname: "sandbox",
@@ -423,7 +451,7 @@ func (r *ContainerRuntime) spec(sb *Sandbox, cl containerLayout, tmpl *hostTempl
 				"--max-commands", strconv.Itoa(a.MaxCommands),
 				"--max-history", strconv.Itoa(a.MaxHistory),
 				"--max-upload", strconv.FormatInt(a.MaxUpload, 10),
-				"--listen-fd", "3", "--token-fd", "4", "--ready-fd", "5"},
+				"--listen-fd", "3", "--token-fd", "4", "--ready-fd", "5", "--workload-cgroup-fd", "6"},
 			// The agent's own Go runtime: a smaller heap target and one P
 			// keep an idle sandbox under 3 MiB. Commands never see these:
 			// the agent builds their environment from scratch.
@@ -458,13 +486,22 @@ func (r *ContainerRuntime) spec(sb *Sandbox, cl containerLayout, tmpl *hostTempl
 			},
 		},
 	}
+	if !r.workloadCgroup() {
+		s.Process.Args = s.Process.Args[:len(s.Process.Args)-2]
+	}
 	if r.program == "runsc" {
 		// The agent makes its socket in a directory of its own (see
 		// adoptSocket) and reads token and readiness from fds 3 and 4.
 		s.Mounts = append(s.Mounts, specs.Mount{Destination: "/run/berth-sock", Type: "bind", Source: cl.sock,
 			Options: []string{"rbind", "rw", "nosuid", "nodev", "noexec"}})
 		args := s.Process.Args[:len(s.Process.Args)-6]
-		s.Process.Args = append(args, "--socket", "/run/berth-sock/agent.sock", "--token-fd", "3", "--ready-fd", "4")
+		// The Sentry's tasks are not host processes, so a host cgroup
+		// cannot tell the workload's from the agent's. The Sentry counts
+		// tasks per uid against RLIMIT_NPROC, checked against the limit of
+		// the task that forks: the agent starts each process with a limit
+		// of pids and keeps its own, so the workload runs out first.
+		s.Process.Args = append(args, "--socket", "/run/berth-sock/agent.sock", "--token-fd", "3", "--ready-fd", "4",
+			"--workload-nproc", strconv.FormatInt(res.Pids, 10))
 		// gVisor has no cgroup namespace to offer.
 		s.Linux.Namespaces = s.Linux.Namespaces[:5]
 		s.Linux.Seccomp = GVisorSeccompProfile()
