@@ -37,6 +37,7 @@ build:
 runsc:
 	@if [[ -x tools/runsc ]] && ! go version -m tools/runsc | grep -qF '$(RUNSC_VERSION)'; then rm -f tools/runsc; fi
 	@command -v runsc >/dev/null || $(MAKE) --no-print-directory tools/runsc
+	@echo "runsc: $$(command -v runsc) (berth serve finds tools/runsc beside bin/berth, or give --runsc)"
 
 # About two minutes. CGO_ENABLED=0 is required: a cgo build fails every start.
 tools/runsc:

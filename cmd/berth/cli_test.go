@@ -641,3 +641,50 @@ func TestServeTellsTheOperator(t *testing.T) {
 		})
 	}
 }
+
+// TestDoctorFindsRunscBesideBinary: ./bin/berth run outside make (tools/
+// not on PATH) finds the runsc `make runsc` put in tools/; with no runsc
+// there, doctor says so and how to fix it.
+func TestDoctorFindsRunscBesideBinary(t *testing.T) {
+	t.Parallel()
+	runsc := testenv.NeedCommand(t, "runsc")
+	bin, err := os.ReadFile(testenv.Binary(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A PATH with the system's directories only: no runsc on it.
+	path := "/usr/local/sbin:/usr/sbin:/sbin:/bin"
+	if _, err := os.Stat("/usr/bin/runsc"); err == nil {
+		t.Skip("runsc is installed in /usr/bin; nothing to find beside berth")
+	}
+	path += ":/usr/bin"
+	gvisor := regexp.MustCompile(`(?m)^(ok|missing)\s+runtime gvisor\s+(.*)\n(\s+fix: .*)?`)
+	for _, withTools := range []bool{true, false} {
+		root := t.TempDir()
+		if err := os.MkdirAll(filepath.Join(root, "bin"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, "bin", "berth"), bin, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if withTools {
+			if err := os.MkdirAll(filepath.Join(root, "tools"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(runsc, filepath.Join(root, "tools", "runsc")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		c := bareCLI(t).with("PATH="+path, "BERTH_URL=http://127.0.0.1:1", "BERTH_TOKEN=bk_x")
+		c.bin = filepath.Join(root, "bin", "berth")
+		m := gvisor.FindStringSubmatch(c.ok("doctor").stdout)
+		switch {
+		case m == nil:
+			t.Errorf("doctor printed no runtime gvisor line")
+		case withTools && m[1] != "ok":
+			t.Errorf("doctor with tools/runsc beside bin/berth: %q, want gvisor ok", m[0])
+		case !withTools && (m[1] != "missing" || !strings.Contains(m[0], "make runsc") || !strings.Contains(m[0], "--runsc")):
+			t.Errorf("doctor with no runsc anywhere: %q, want gvisor missing with a fix naming make runsc and --runsc", m[0])
+		}
+	}
+}

@@ -82,7 +82,7 @@ func hostChecks(dataDir string) []check {
 	if c.ok {
 		c.detail = "available (runsc, systrap platform)"
 	} else {
-		c.detail, c.fix = runtimeWhy(gv.Available()), "make runsc (builds the pinned runsc into tools/)"
+		c.detail, c.fix = runtimeWhy(gv.Available()), "make runsc (builds the pinned runsc into tools/, where berth finds it from bin/), or berth serve --runsc PATH"
 	}
 	out = append(out, c)
 

@@ -114,5 +114,15 @@ func ReasonOf(err error) string {
 	return ""
 }
 
+// MessageOf returns the message of the first *Error in err's chain, the
+// text a client is shown, or err.Error() when there is none.
+func MessageOf(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Message
+	}
+	return err.Error()
+}
+
 // Is reports whether err carries code.
 func Is(err error, code Code) bool { return CodeOf(err) == code }

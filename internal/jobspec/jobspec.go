@@ -171,10 +171,7 @@ func ParseOptions(raw json.RawMessage) (Options, error) {
 		return o, nil
 	}
 	if err := wire.DecodeJSON(bytes.NewReader(raw), &o); err != nil {
-		msg := err.Error()
-		if e := new(errcode.Error); errors.As(err, &e) {
-			msg = e.Message
-		}
+		msg := errcode.MessageOf(err)
 		for _, p := range []string{"request body has an ", "request body: ", "request body "} {
 			msg = strings.TrimPrefix(msg, p)
 		}

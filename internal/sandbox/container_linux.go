@@ -80,9 +80,9 @@ func NewGVisorRuntime(cfg OCIConfig) *ContainerRuntime {
 	bin := cfg.Runsc
 	if bin == "" {
 		var err error
-		if bin, err = exec.LookPath("runsc"); err != nil {
+		if bin, err = FindRunsc(); err != nil {
 			r.err = errcode.WithReason(errcode.Unimplemented, "runtime_unavailable",
-				"runtime gvisor is not available: runsc is not installed (make runsc builds it)")
+				"runtime gvisor is not available: %v (make runsc builds it into tools/; or give --runsc PATH)", err)
 			return r
 		}
 	} else if _, err := exec.LookPath(bin); err != nil {

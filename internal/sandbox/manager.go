@@ -583,6 +583,9 @@ func (m *Manager) Delete(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
+	if err := m.stoppable(sb); err != nil {
+		return err
+	}
 	if err := m.store.SetSandboxState(ctx, id, apitype.StateStopping, "", sb.AgentPID); err != nil {
 		return err
 	}
@@ -600,6 +603,35 @@ func (m *Manager) Delete(ctx context.Context, id string) error {
 	delete(m.building, id)
 	m.mu.Unlock()
 	return nil
+}
+
+// stoppable refuses to delete a sandbox whose processes may run while the
+// runtime that would stop them is unavailable (runsc gone from PATH): a
+// delete that answered success would leave them running, unowned.
+func (m *Manager) stoppable(sb *Sandbox) error {
+	if !sb.Live() && sb.State != apitype.StatePaused {
+		return nil
+	}
+	if err := m.runtimeGone(sb); err != nil {
+		return errcode.WithReason(errcode.Unavailable, "runtime_unavailable",
+			"%s; nothing was deleted: make the runtime available (berth doctor), restart berth serve, and delete it again", errcode.MessageOf(err))
+	}
+	return nil
+}
+
+// runtimeGone says why sb's runtime cannot reach it now, or nil when it can.
+// Such a sandbox is left as it is (running, not adopted) until a daemon
+// with the runtime starts.
+func (m *Manager) runtimeGone(sb *Sandbox) error {
+	rt, ok := m.runtimes[sb.Runtime]
+	var why error
+	if !ok {
+		why = fmt.Errorf("runtime %q is not known to this daemon", sb.Runtime)
+	} else if why = rt.Available(); why == nil {
+		return nil
+	}
+	return errcode.WithReason(errcode.Unavailable, "runtime_unavailable",
+		"sandbox %s runs on %s, which is not available to this daemon (%s)", sb.ID, sb.Runtime, errcode.MessageOf(why))
 }
 
 // Agent returns the client of a running sandbox's agent, resuming the
@@ -804,6 +836,11 @@ func (m *Manager) agentOf(sb *Sandbox) (*agent.Client, error) {
 	m.mu.Lock()
 	c, ok := m.agents[sb.ID]
 	m.mu.Unlock()
+	if !ok && sb.State == apitype.StateRunning {
+		if err := m.runtimeGone(sb); err != nil {
+			return nil, err
+		}
+	}
 	if !ok || sb.State != apitype.StateRunning {
 		msg := fmt.Sprintf("sandbox %s is %s", sb.ID, sb.State)
 		if sb.Reason != "" {
@@ -1132,6 +1169,13 @@ func (m *Manager) Recover(ctx context.Context) error {
 func (m *Manager) adopt(ctx context.Context, sb *Sandbox) error {
 	l := LayoutFor(m.cfg.DataDir, sb.ID)
 	rt, ok := m.runtimes[sb.Runtime]
+	if err := m.runtimeGone(sb); ok && err != nil {
+		// Its processes may well run on: marking it lost would let a
+		// delete leave them behind. The next daemon with the runtime
+		// adopts it.
+		m.log.WarnContext(ctx, "sandbox not adopted: its runtime is unavailable", "sandbox_id", sb.ID, "runtime", sb.Runtime, "why", err.Error())
+		return nil
+	}
 	var c *agent.Client
 	if ok && rt.Alive(sb, l) {
 		c = agent.NewClient(l.Socket, sb.AgentToken)
