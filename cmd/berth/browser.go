@@ -62,6 +62,11 @@ func (a *app) browserCommand() *cobra.Command {
 				return err
 			}
 			fmt.Fprintln(a.stdout, s.ID)
+			if s.Mode == apitype.BrowserModeProcess {
+				// What a Playwright or Puppeteer user needs next.
+				ws := "ws" + strings.TrimPrefix(c.BaseURL(), "http") + "/v1/browser/sessions/" + s.ID + "/cdp"
+				fmt.Fprintf(a.stderr, "cdp: %s\n  (send the API key as Authorization: Bearer; Playwright: chromium.connectOverCDP(url, {headers}))\n", ws)
+			}
 			return nil
 		},
 	}

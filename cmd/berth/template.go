@@ -177,13 +177,19 @@ read-only at /template in every sandbox made from it; what they install in
 		},
 	}
 	rm := &cobra.Command{
-		Use: "rm NAME", Aliases: []string{"delete"}, Short: "Remove a template no sandbox uses", Args: cobra.ExactArgs(1),
+		Use: "rm NAME...", Aliases: []string{"delete"}, Short: "Remove templates no sandbox uses", Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := a.client()
 			if err != nil {
 				return err
 			}
-			return c.DeleteTemplate(cmd.Context(), args[0])
+			for _, name := range args {
+				if err := c.DeleteTemplate(cmd.Context(), name); err != nil {
+					return err
+				}
+				fmt.Fprintln(a.stdout, name)
+			}
+			return nil
 		},
 	}
 	cmd.AddCommand(ls, get, build, imp, logCmd, rm)

@@ -103,7 +103,10 @@ func TestTemplateCommands(t *testing.T) {
 	}
 	c.fails(1, "template_in_use", "template", "rm", "notes")
 	c.ok("sandbox", "rm", id)
-	c.ok("template", "rm", "notes")
+	// rm takes several names, as sandbox rm does, printing each it removed.
+	if r := c.fails(1, "template_not_found", "template", "rm", "notes", "nope"); r.stdout != "notes\n" {
+		t.Errorf("template rm notes nope printed %q, want the one it removed", r.stdout)
+	}
 	c.fails(1, "template_not_found", "template", "get", "notes")
 	r = c.run("template", "build", "broken", "--run", "exit 7")
 	if r.code != 1 || !strings.Contains(r.stderr, "code 7") {
@@ -156,6 +159,14 @@ func TestBrowserCommands(t *testing.T) {
 	c.fails(2, "WIDTHxHEIGHT", "browser", "open", "--viewport", "big")
 	c.ok("browser", "close", id)
 	c.fails(1, "session_not_found", "browser", "close", id)
+
+	// A process session: the CDP URL a Playwright user connects to.
+	r := c.ok("browser", "open", "--mode", "process")
+	pid := strings.TrimSpace(r.stdout)
+	if want := "cdp: ws" + strings.TrimPrefix(d.URL, "http") + "/v1/browser/sessions/" + pid + "/cdp\n"; !strings.Contains(r.stderr, want) {
+		t.Errorf("browser open --mode process printed %q on stderr, want %q", r.stderr, want)
+	}
+	c.ok("browser", "close", pid)
 }
 
 // lockedBuffer is a bytes.Buffer a running command writes while the test
