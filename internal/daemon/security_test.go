@@ -343,8 +343,9 @@ func securityCases(rt, sandboxID string) []securityCase {
 		{id: "ESC-11", attempt: "read /proc/sched_debug", iso: is("denied", "ENOENT", "EACCES"), ctl: hostHas("/proc/sched_debug"), alike: hostLacks("/proc/sched_debug")},
 		{id: "ESC-11", attempt: "read /proc/interrupts", iso: is("denied", "ENOENT", "EACCES"), ctl: is("allowed")},
 		{id: "ESC-11", attempt: "list /sys/firmware", iso: is("denied", "ENOENT", "EACCES"), ctl: is("allowed")},
-		// A private cgroup namespace: every hierarchy at its root.
-		{id: "ESC-11", attempt: "read /proc/self/cgroup", iso: both(is("allowed"), detailMatches(`^(\d+:[^: ]*:/( |$))+$`)),
+		// A private cgroup namespace: every hierarchy at its root, or (pids,
+		// on the container runtime) at the workload's own child of it.
+		{id: "ESC-11", attempt: "read /proc/self/cgroup", iso: both(is("allowed"), detailMatches(`^(\d+:[^: ]*:/(workload)?( |$))+$`)),
 			ctl: reportOnly("the host's own cgroups")},
 
 		// ESC-12: the control sees the agent sockets of every sandbox in

@@ -31,7 +31,7 @@ func sandboxUID(t *testing.T, d *testenv.Daemon, id string) int {
 	return uid
 }
 
-// leases returns the test's registry's leases, by uid.
+// leases returns the tests' registry's leases, by uid.
 func leases(t *testing.T) map[int]sandbox.UIDLease {
 	t.Helper()
 	all, err := sandbox.NewUIDRegistry(testenv.UIDRegistry(t), firstUID, uidCount).Leases()

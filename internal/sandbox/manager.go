@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/berthdev/berth/internal/agent"
@@ -65,6 +66,10 @@ type Manager struct {
 
 	// createMu serialises the count-then-insert of Create.
 	createMu sync.Mutex
+	// evicting counts callers' creates that evicted a pool member to make
+	// room and have not inserted yet: the pool must not take that room
+	// back in between (insertWithinLimit keeps it for them).
+	evicting atomic.Int32
 
 	// mu guards agents, locks and watching.
 	mu       sync.Mutex
@@ -386,8 +391,14 @@ func (m *Manager) Create(ctx context.Context, spec CreateSpec) (sb *Sandbox, cre
 		return nil, false, errcode.InvalidFields(map[string]string{"resources": "the process runtime enforces no limits; use runtime container or gvisor"})
 	}
 	err = m.insertWithinLimit(ctx, sb)
-	if errcode.ReasonOf(err) == "sandbox_limit" && spec.pool == "" && m.evictPooled(ctx) {
-		err = m.insertWithinLimit(ctx, sb) // a caller comes before the pool
+	if errcode.ReasonOf(err) == "sandbox_limit" && spec.pool == "" {
+		// A caller comes before the pool: the room a pool member gives up
+		// is held for this create until it inserts.
+		m.evicting.Add(1)
+		if m.evictPooled(ctx) {
+			err = m.insertWithinLimit(ctx, sb)
+		}
+		m.evicting.Add(-1)
 	}
 	if err != nil {
 		if errcode.ReasonOf(err) == "name_taken" {
@@ -459,6 +470,9 @@ func (m *Manager) insertWithinLimit(ctx context.Context, sb *Sandbox) error {
 			live++
 		}
 		uids[s.UID] = true // failed sandboxes keep files owned by theirs
+	}
+	if sb.Pool != "" {
+		live += int(m.evicting.Load()) // room held for callers
 	}
 	if live >= m.cfg.MaxSandboxes {
 		return errcode.WithReason(errcode.ResourceExhausted, "sandbox_limit",

@@ -280,8 +280,8 @@ func (m *Manager) fillOne(ctx context.Context) bool {
 			tmpl = ""
 		}
 		_, _, err := m.Create(ctx, CreateSpec{Template: tmpl, Idle: &IdlePolicy{}, pool: key})
-		if ctx.Err() != nil {
-			return false
+		if ctx.Err() != nil || errcode.ReasonOf(err) == "sandbox_limit" {
+			return false // no spare room after all: a caller took it
 		}
 		if err != nil {
 			pf := m.poolErrs.failed(key, err, time.Now())

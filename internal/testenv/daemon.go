@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -93,24 +92,16 @@ func StartDaemon(t testing.TB, tweak func(*daemon.Config)) *Daemon {
 	return d
 }
 
-// uidRegistries holds each test's uid registry path, by testing.TB.
-var uidRegistries sync.Map
-
-// UIDRegistry returns the sandbox uid registry of t's daemons: one file per
-// test, shared by every daemon the test starts (as daemons of one host
-// share the host's), so tests never lease from the host's registry or fight
-// over it. A test wanting another sets daemon.Config.UIDRegistry (or passes
-// --uid-registry) itself.
-func UIDRegistry(t testing.TB) string {
-	t.Helper()
-	if p, ok := uidRegistries.Load(t); ok {
-		return p.(string)
-	}
-	p, loaded := uidRegistries.LoadOrStore(t, filepath.Join(t.TempDir(), "uids"))
-	if !loaded {
-		t.Cleanup(func() { uidRegistries.Delete(t) })
-	}
-	return p.(string)
+// UIDRegistry returns the sandbox uid registry of the tests' daemons: one
+// file for every test of every test binary on this host, as every daemon
+// of a host shares the host's. Per-test files would let two tests' daemons
+// lease one uid, since each sees only the other's running processes, not
+// its leases. It is not the host's own registry, so tests never hold uids
+// in a developer's running daemon's file; leases of a test's data
+// directory are reclaimed once the directory is gone. A test wanting
+// another sets daemon.Config.UIDRegistry (or passes --uid-registry).
+func UIDRegistry(testing.TB) string {
+	return filepath.Join(os.TempDir(), "berth-test-uids")
 }
 
 // DeleteAll deletes every sandbox of the daemon.
