@@ -483,3 +483,74 @@ class S(socketserver.ThreadingMixIn, http.server.HTTPServer):
     daemon_threads = True
 S(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
 `
+
+// TestPreviewWaitsForWake: the first request to a hibernated sandbox's
+// port, through the API route or a preview host, wakes it and gets the
+// app's answer, not a 503 while its service starts again. A browser that
+// asks a port nothing listens on gets a page that retries, not JSON; an
+// API client still gets port_unreachable (the control that the agent does
+// answer so, which the wait hides).
+func TestPreviewWaitsForWake(t *testing.T) {
+	t.Parallel()
+	testenv.NeedCommand(t, "python3")
+	d := testenv.StartDaemon(t, func(c *daemon.Config) { c.PreviewDomain = "localhost" })
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	sb, err := d.Client.CreateSandbox(ctx, apitype.CreateSandboxRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := testenv.FreePort(t)
+	if _, err := d.Client.PutService(ctx, sb.ID, httpServer(port)); err != nil {
+		t.Fatal(err)
+	}
+	waitService(t, d.Client, sb.ID, "web", "web to be ready", func(s apitype.Service) bool { return s.Ready })
+
+	// The API route: the first request after hibernating is answered.
+	if _, err := d.Client.HibernateSandbox(ctx, sb.ID); err != nil {
+		t.Fatal(err)
+	}
+	if body := getPort(t, d, sb.ID, port, "/"); !strings.Contains(body, "Directory listing") {
+		t.Errorf("first GET through the port after hibernating = %q, want python's listing", body)
+	}
+
+	// A preview host, as a browser asks.
+	info, err := d.Client.Preview(ctx, sb.ID, port, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := strings.TrimPrefix(d.URL, "http://")
+	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, network, addr)
+	}}}
+	browse := func(u, accept string) (int, string, string) {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+		req.Header.Set("X-Berth-Preview-Token", info.Token)
+		req.Header.Set("Accept", accept)
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, resp.Header.Get("Content-Type"), string(b)
+	}
+	const html = "text/html,application/xhtml+xml,*/*;q=0.8"
+	if _, err := d.Client.HibernateSandbox(ctx, sb.ID); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, b := browse(info.URL, html); code != http.StatusOK || !strings.Contains(b, "Directory listing") {
+		t.Errorf("first preview after hibernating = %d %q, want the app's page", code, b)
+	}
+
+	// Nothing listens: a browser gets a page that retries, a client JSON.
+	closed := testenv.FreePort(t)
+	otherURL := strings.Replace(info.URL, fmt.Sprintf("%d-", port), fmt.Sprintf("%d-", closed), 1)
+	if code, ct, b := browse(otherURL, html); code != http.StatusServiceUnavailable || !strings.HasPrefix(ct, "text/html") ||
+		!strings.Contains(b, `http-equiv="refresh"`) {
+		t.Errorf("browser preview of a closed port = %d %s %q, want 503 with a page that retries", code, ct, b)
+	}
+	if code, _, b := browse(otherURL, "application/json"); code != http.StatusServiceUnavailable || !strings.Contains(b, "port_unreachable") {
+		t.Errorf("client preview of a closed port = %d %q, want 503 port_unreachable", code, b)
+	}
+}

@@ -247,6 +247,7 @@ func (s *Server) handlePort() http.Handler {
 // preview request keeps its own Authorization header for the app; an API
 // request's Authorization is Berth's key and is dropped.
 func (s *Server) proxyPort(w http.ResponseWriter, r *http.Request, sandboxID string, port int, path string, preview bool) {
+	waking := s.asleep(r.Context(), sandboxID)
 	c, err := s.cfg.Sandboxes.Agent(r.Context(), sandboxID)
 	if err != nil {
 		s.fail(w, r, err)
@@ -287,11 +288,17 @@ func (s *Server) proxyPort(w http.ResponseWriter, r *http.Request, sandboxID str
 		},
 		Transport:     c.Transport(),
 		FlushInterval: -1,
-		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
-			if r.Context().Err() == nil {
-				s.fail(w, r, errcode.Wrap(errcode.Unavailable, err, "sandbox agent is not answering"))
-			}
-		},
+	}
+	if waking {
+		rp.Transport = portWaitTransport{base: c.Transport(), until: time.Now().Add(wakePortWait)}
+	}
+	if preview && wantsHTML(r) {
+		rp.ModifyResponse = htmlForUnreachable
+	}
+	rp.ErrorHandler = func(w http.ResponseWriter, r *http.Request, err error) {
+		if r.Context().Err() == nil {
+			s.fail(w, r, errcode.Wrap(errcode.Unavailable, err, "sandbox agent is not answering"))
+		}
 	}
 	rp.ServeHTTP(w, r)
 }
