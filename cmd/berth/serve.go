@@ -38,7 +38,7 @@ func (a *app) serveCommand() *cobra.Command {
 		commandTimeout, maxCommandTimeout     time.Duration
 		outputCap, maxUpload                  = sizeValue(agent.DefaultOutputCap), sizeValue(agent.DefaultMaxUpload)
 		jobsRuntime, actionsDir, soffice      string
-		jobWorkers                            bool
+		jobWorkers, allowEmptyDatabase        bool
 		jobReuse                              int
 		jobRetention                          time.Duration
 		jobPools                              []string
@@ -93,7 +93,7 @@ sandboxes keep running and are re-adopted by the next start.`,
 				Chromium: chromium, MaxBrowserSessions: maxBrowserSessions, BrowserIdleTimeout: browserIdle,
 				JobsRuntime: jobsRuntime, NoJobWorkers: !jobWorkers, JobCapacity: jobCap, JobPools: jp,
 				ActionsDir: actionsDir, JobChromium: chromium, Soffice: soffice, JobReuse: jobReuse,
-				JobRetention: jobRetention,
+				JobRetention: jobRetention, AllowEmptyDatabase: allowEmptyDatabase,
 				Ready: func(addr string) {
 					if logFormat == "text" {
 						a.printNextSteps(addr)
@@ -117,6 +117,8 @@ sandboxes keep running and are re-adopted by the next start.`,
 	f.IntVar(&maxBrowserSessions, "max-browser-sessions", browser.DefaultMaxSessions, "most browser sessions open at once")
 	f.DurationVar(&browserIdle, "browser-idle-timeout", browser.DefaultIdleTimeout, "close a browser session after this long without an action")
 	f.StringVar(&jobsRuntime, "jobs-runtime", "container", "runtime of job sandboxes: container, gvisor or none (jobs off)")
+	f.BoolVar(&allowEmptyDatabase, "allow-empty-database", false,
+		"start even if the database is empty while sandbox directories exist (they are quarantined, not removed)")
 	f.BoolVar(&jobWorkers, "job-workers", true, "consume the job queue on this daemon (false: jobs are refused with WORKER_UNAVAILABLE)")
 	f.StringArrayVar(&jobPools, "job-pool", nil, "keep N fresh job runtimes of PROFILE started, as PROFILE=N (defaults browser=2, office=1)")
 	f.IntVar(&jobCap.Global, "jobs-max", jobCap.Global, "most jobs starting or running at once")

@@ -31,8 +31,12 @@ func fileError(err error, p string) error {
 	switch {
 	case errors.As(err, &e):
 		return err
-	// os.Root reports escapes (through "..", absolute or relative symlinks)
-	// with an unexported error; its text is the only handle.
+	case errors.Is(err, errEscapes):
+		return errcode.WithReason(errcode.Invalid, ReasonPathEscapes, "path %q resolves outside the workspace", p)
+	case errors.Is(err, errChanged):
+		return errcode.WithReason(errcode.Conflict, ReasonPathChanged, "%q kept changing while it was resolved; try again", p)
+	// os.Root (cleanPath's resolveBeneath) reports escapes with an
+	// unexported error; its text is the only handle.
 	case strings.Contains(err.Error(), "path escapes from parent"):
 		return errcode.WithReason(errcode.Invalid, ReasonPathEscapes, "path %q resolves outside the workspace", p)
 	case errors.Is(err, fs.ErrNotExist):
@@ -61,12 +65,12 @@ func fileError(err error, p string) error {
 }
 
 // queryPath reads and cleans the "path" query parameter.
-func (a *Agent) queryPath(r *http.Request, dflt string, follow bool) (string, string, error) {
+func (a *Agent) queryPath(r *http.Request, dflt string) (string, string, error) {
 	raw := r.URL.Query().Get("path")
 	if raw == "" && dflt != "" {
 		raw = dflt
 	}
-	clean, err := a.cleanPath(raw, follow)
+	clean, err := a.workspacePath(raw)
 	return raw, clean, err
 }
 
@@ -99,9 +103,11 @@ func (h *nameHeap) Pop() any {
 
 // handleListFiles lists a directory sorted by name, limit entries after
 // cursor (the last name of the previous page). Memory is bounded by limit,
-// whatever the directory's size.
+// whatever the directory's size. Entries are described relative to the
+// listed directory's descriptor, so a name swapped meanwhile is described
+// as it is in that directory, or left out if it is gone.
 func (a *Agent) handleListFiles(w http.ResponseWriter, r *http.Request) {
-	raw, dir, err := a.queryPath(r, ".", true)
+	raw, p, err := a.queryPath(r, ".")
 	if err != nil {
 		a.fail(w, r, err)
 		return
@@ -116,10 +122,16 @@ func (a *Agent) handleListFiles(w http.ResponseWriter, r *http.Request) {
 		limit = min(n, MaxListLimit)
 	}
 	cursor := r.URL.Query().Get("cursor")
-	// O_DIRECTORY makes the kernel refuse anything else before opening
-	// it, so listing a FIFO cannot block and listing a device never
+	ws, err := a.workspace()
+	if err != nil {
+		a.fail(w, r, fileError(err, raw))
+		return
+	}
+	defer ws.Close()
+	// Resolution asks for a directory (O_DIRECTORY) and opens with
+	// O_PATH, so listing a FIFO cannot block and listing a device never
 	// reaches its driver.
-	f, err := a.root.OpenFile(dir, os.O_RDONLY|syscall.O_DIRECTORY, 0)
+	d, err := ws.openDir(p)
 	if errors.Is(err, syscall.ENOTDIR) {
 		err = errcode.WithReason(errcode.Invalid, ReasonNotDirectory, "%q is not a directory", raw)
 	}
@@ -127,14 +139,13 @@ func (a *Agent) handleListFiles(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, fileError(err, raw))
 		return
 	}
-	defer f.Close()
-	if fi, err := f.Stat(); err != nil {
+	defer d.Close()
+	f, err := d.readDir()
+	if err != nil {
 		a.fail(w, r, fileError(err, raw))
 		return
-	} else if !fi.IsDir() {
-		a.fail(w, r, errcode.WithReason(errcode.Invalid, ReasonNotDirectory, "%q is not a directory", raw))
-		return
 	}
+	defer f.Close()
 	// Keep limit+1 names to know whether another page follows.
 	h := &nameHeap{}
 	for {
@@ -162,40 +173,64 @@ func (a *Agent) handleListFiles(w http.ResponseWriter, r *http.Request) {
 	for i := len(names) - 1; i >= 0; i-- {
 		names[i] = heap.Pop(h).(string)
 	}
-	out := apitype.FileList{Path: dir, Entries: []apitype.FileInfo{}}
+	out := apitype.FileList{Path: p, Entries: []apitype.FileInfo{}}
 	if len(names) > limit {
 		names = names[:limit]
 		out.NextCursor = names[limit-1]
 	}
 	for _, n := range names {
-		p := path.Join(dir, n)
-		fi, err := a.root.Lstat(p)
+		fi, err := d.lstat(n)
 		if err != nil {
 			continue // removed while listing
 		}
 		out.Entries = append(out.Entries, apitype.FileInfo{
-			Name: n, Path: p, Type: fileType(fi.Mode()), Size: fi.Size(),
+			Name: n, Path: path.Join(p, n), Type: fileType(fi.Mode()), Size: fi.Size(),
 			Mode: fi.Mode().String(), ModifiedAt: fi.ModTime().UTC(),
 		})
 	}
 	wire.Encode(w, http.StatusOK, out)
 }
 
-// openRegular opens p for reading only if it is a regular file. The type
-// is checked on the open descriptor, so a file swapped in between cannot
-// slip through, and O_NONBLOCK keeps a FIFO from blocking the open.
-func (a *Agent) openRegular(raw, p string) (*os.File, fs.FileInfo, error) {
-	fi, err := a.root.Stat(p)
-	if err != nil {
-		return nil, nil, fileError(err, raw)
-	}
-	if !fi.Mode().IsRegular() {
-		if fi.IsDir() {
-			return nil, nil, errcode.WithReason(errcode.Invalid, ReasonIsDirectory, "%q is a directory", raw)
+// openRegular opens p for reading only if it is a regular file. Its last
+// component is checked with fstatat and opened with O_NOFOLLOW relative to
+// the directory it was found in, and the type is checked again on the
+// open descriptor, so a file swapped in between cannot slip through, and
+// O_NONBLOCK keeps a FIFO from blocking the open. A name that becomes a
+// link between the look-up and the open is looked up again, a few times,
+// then refused as path_changed.
+func (a *Agent) openRegular(ws *wsRoot, raw, p string) (*os.File, fs.FileInfo, error) {
+	for range maxRetries {
+		d, name, err := ws.lookup(p, true)
+		if err != nil {
+			return nil, nil, fileError(err, raw)
 		}
+		f, fi, err := openRegularAt(d, name, raw)
+		d.Close()
+		if !errors.Is(err, errIsLink) {
+			return f, fi, err
+		}
+	}
+	return nil, nil, fileError(errChanged, raw)
+}
+
+// openRegularAt is openRegular on name in d; errIsLink when name is a
+// link (it changed since it was followed).
+func openRegularAt(d *dir, name, raw string) (*os.File, fs.FileInfo, error) {
+	fi, err := d.lstat(name)
+	switch {
+	case err != nil:
+		return nil, nil, fileError(err, raw)
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return nil, nil, errIsLink
+	case fi.IsDir():
+		return nil, nil, errcode.WithReason(errcode.Invalid, ReasonIsDirectory, "%q is a directory", raw)
+	case !fi.Mode().IsRegular():
 		return nil, nil, errcode.WithReason(errcode.Invalid, ReasonNotRegular, "%q is not a regular file", raw)
 	}
-	f, err := a.root.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+	f, err := d.openRead(name)
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, nil, errIsLink
+	}
 	if err != nil {
 		return nil, nil, fileError(err, raw)
 	}
@@ -207,12 +242,18 @@ func (a *Agent) openRegular(raw, p string) (*os.File, fs.FileInfo, error) {
 }
 
 func (a *Agent) handleReadFile(w http.ResponseWriter, r *http.Request) {
-	raw, p, err := a.queryPath(r, "", true)
+	raw, p, err := a.queryPath(r, "")
 	if err != nil {
 		a.fail(w, r, err)
 		return
 	}
-	f, fi, err := a.openRegular(raw, p)
+	ws, err := a.workspace()
+	if err != nil {
+		a.fail(w, r, fileError(err, raw))
+		return
+	}
+	defer ws.Close()
+	f, fi, err := a.openRegular(ws, raw, p)
 	if err != nil {
 		a.fail(w, r, err)
 		return
@@ -232,11 +273,13 @@ func (a *Agent) handleReadFile(w http.ResponseWriter, r *http.Request) {
 }
 
 // handleWriteFile stores the request body at path: into a temporary file in
-// the same directory, then renamed over the target, so readers never see a
-// partial file and a failed upload leaves nothing behind. The final
-// component is never followed: writing onto a symbolic link is refused.
+// the same directory, then renamed over the target, both relative to that
+// directory's descriptor, so readers never see a partial file, a failed
+// upload leaves nothing behind, and a swap of a parent for a link cannot
+// move the write elsewhere. The final component is never followed:
+// writing onto a symbolic link is refused.
 func (a *Agent) handleWriteFile(w http.ResponseWriter, r *http.Request) {
-	raw, p, err := a.queryPath(r, "", false)
+	raw, p, err := a.queryPath(r, "")
 	if err != nil {
 		a.fail(w, r, err)
 		return
@@ -259,35 +302,27 @@ func (a *Agent) handleWriteFile(w http.ResponseWriter, r *http.Request) {
 			"upload is %d bytes, more than the limit of %d", r.ContentLength, a.cfg.MaxUpload))
 		return
 	}
-	if fi, err := a.root.Lstat(p); err == nil {
-		switch {
-		case fi.Mode()&fs.ModeSymlink != 0:
-			if _, serr := a.root.Stat(p); serr != nil && errcode.ReasonOf(fileError(serr, raw)) == ReasonPathEscapes {
-				a.fail(w, r, fileError(serr, raw))
-				return
-			}
-			a.fail(w, r, errcode.WithReason(errcode.Invalid, ReasonIsSymlink, "%q is a symbolic link; write to its target instead", raw))
-			return
-		case fi.IsDir():
-			a.fail(w, r, errcode.WithReason(errcode.Invalid, ReasonIsDirectory, "%q is a directory", raw))
-			return
-		case !fi.Mode().IsRegular():
-			a.fail(w, r, errcode.WithReason(errcode.Invalid, ReasonNotRegular, "%q is not a regular file", raw))
-			return
-		}
-	} else if !errors.Is(err, fs.ErrNotExist) {
+	ws, err := a.workspace()
+	if err != nil {
 		a.fail(w, r, fileError(err, raw))
 		return
 	}
-	dir := path.Dir(p)
-	if err := a.root.MkdirAll(dir, 0o755); err != nil {
+	defer ws.Close()
+	d, err := ws.mkdirAll(path.Dir(p), 0o755)
+	if err != nil {
 		a.fail(w, r, fileError(err, raw))
+		return
+	}
+	defer d.Close()
+	name := path.Base(p)
+	if err := writableAt(ws, d, name, raw, p); err != nil {
+		a.fail(w, r, err)
 		return
 	}
 	var rnd [8]byte
 	_, _ = rand.Read(rnd[:])
-	tmp := path.Join(dir, ".berth-upload-"+hex.EncodeToString(rnd[:]))
-	f, err := a.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+	tmp := ".berth-upload-" + hex.EncodeToString(rnd[:])
+	f, err := d.create(tmp, mode)
 	if err != nil {
 		a.fail(w, r, fileError(err, raw))
 		return
@@ -297,14 +332,18 @@ func (a *Agent) handleWriteFile(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		err = f.Chmod(mode) // umask must not decide the mode
 	}
+	var fi fs.FileInfo
+	if err == nil {
+		fi, err = f.Stat()
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err == nil {
-		err = a.root.Rename(tmp, p)
+		err = rename(d, tmp, d, name, false)
 	}
 	if err != nil {
-		_ = a.root.Remove(tmp)
+		_ = d.remove(tmp)
 		// Read the rest of the body (it is capped) so that the client,
 		// still sending, gets this answer rather than a broken pipe.
 		_, _ = io.Copy(io.Discard, body)
@@ -315,15 +354,36 @@ func (a *Agent) handleWriteFile(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, fileError(err, raw))
 		return
 	}
-	fi, err := a.root.Lstat(p)
-	if err != nil {
-		a.fail(w, r, fileError(err, raw))
-		return
-	}
 	wire.Encode(w, http.StatusOK, apitype.FileInfo{
-		Name: path.Base(p), Path: p, Type: "file", Size: n,
+		Name: name, Path: p, Type: "file", Size: n,
 		Mode: fi.Mode().String(), ModifiedAt: fi.ModTime().UTC(),
 	})
+}
+
+// writableAt refuses an upload onto name in d unless it is missing or a
+// regular file. A link is refused as path_escapes_workspace when it leads
+// out and path_is_symlink otherwise.
+func writableAt(ws *wsRoot, d *dir, name, raw, p string) error {
+	fi, err := d.lstat(name)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return fileError(err, raw)
+	case fi.Mode()&fs.ModeSymlink != 0:
+		td, _, lerr := ws.lookup(p, true)
+		if lerr == nil {
+			td.Close()
+		} else if errors.Is(lerr, errEscapes) {
+			return fileError(lerr, raw)
+		}
+		return errcode.WithReason(errcode.Invalid, ReasonIsSymlink, "%q is a symbolic link; write to its target instead", raw)
+	case fi.IsDir():
+		return errcode.WithReason(errcode.Invalid, ReasonIsDirectory, "%q is a directory", raw)
+	case !fi.Mode().IsRegular():
+		return errcode.WithReason(errcode.Invalid, ReasonNotRegular, "%q is not a regular file", raw)
+	}
+	return nil
 }
 
 func (a *Agent) handleMkdir(w http.ResponseWriter, r *http.Request) {
@@ -332,16 +392,27 @@ func (a *Agent) handleMkdir(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	p, err := a.cleanPath(req.Path, true)
+	p, err := a.workspacePath(req.Path)
 	if err != nil {
 		a.fail(w, r, err)
 		return
 	}
-	if err := a.root.MkdirAll(p, 0o755); err != nil {
+	ws, err := a.workspace()
+	if err != nil {
 		a.fail(w, r, fileError(err, req.Path))
 		return
 	}
-	fi, err := a.root.Stat(p)
+	defer ws.Close()
+	d, err := ws.mkdirAll(p, 0o755)
+	if errors.Is(err, syscall.ENOTDIR) && existsNotDir(ws, p) {
+		err = errcode.WithReason(errcode.Conflict, ReasonExists, "%q already exists and is not a directory", req.Path)
+	}
+	if err != nil {
+		a.fail(w, r, fileError(err, req.Path))
+		return
+	}
+	defer d.Close()
+	fi, err := d.stat(path.Base(p))
 	if err != nil {
 		a.fail(w, r, fileError(err, req.Path))
 		return
@@ -351,18 +422,30 @@ func (a *Agent) handleMkdir(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
+// existsNotDir reports whether p's last component (followed) exists and
+// is not a directory: then making p is file_exists, not not_directory.
+func existsNotDir(ws *wsRoot, p string) bool {
+	d, name, err := ws.lookup(p, true)
+	if err != nil {
+		return false
+	}
+	defer d.Close()
+	fi, err := d.lstat(name)
+	return err == nil && !fi.IsDir()
+}
+
 func (a *Agent) handleMove(w http.ResponseWriter, r *http.Request) {
 	req, err := wire.Decode[apitype.MoveRequest](w, r)
 	if err != nil {
 		a.fail(w, r, err)
 		return
 	}
-	from, err := a.cleanPath(req.From, false)
+	from, err := a.workspacePath(req.From)
 	if err != nil {
 		a.fail(w, r, err)
 		return
 	}
-	to, err := a.cleanPath(req.To, false)
+	to, err := a.workspacePath(req.To)
 	if err != nil {
 		a.fail(w, r, err)
 		return
@@ -372,26 +455,46 @@ func (a *Agent) handleMove(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// rename(2) would refuse with EINVAL; refusing first also keeps
-	// MkdirAll below from creating directories inside the source.
+	// mkdirAll below from creating directories inside the source.
 	if strings.HasPrefix(to, from+"/") {
 		a.fail(w, r, errcode.WithReason(errcode.Invalid, ReasonPathInvalid, "cannot move %q into itself", req.From))
 		return
 	}
-	if _, err := a.root.Lstat(from); err != nil {
+	ws, err := a.workspace()
+	if err != nil {
 		a.fail(w, r, fileError(err, req.From))
 		return
 	}
-	if !req.Overwrite {
-		if _, err := a.root.Lstat(to); err == nil {
-			a.fail(w, r, errcode.WithReason(errcode.Conflict, ReasonExists, "%q already exists (set overwrite to replace it)", req.To))
-			return
-		}
+	defer ws.Close()
+	fd, fromName, err := ws.lookup(from, false)
+	if err != nil {
+		a.fail(w, r, fileError(err, req.From))
+		return
 	}
-	if err := a.root.MkdirAll(path.Dir(to), 0o755); err != nil {
+	defer fd.Close()
+	ffi, err := fd.lstat(fromName)
+	if err != nil {
+		a.fail(w, r, fileError(err, req.From))
+		return
+	}
+	td, err := ws.mkdirAll(path.Dir(to), 0o755)
+	if err != nil {
 		a.fail(w, r, fileError(err, req.To))
 		return
 	}
-	if err := a.root.Rename(from, to); err != nil {
+	defer td.Close()
+	toName := path.Base(to)
+	tfi, err := td.lstat(toName)
+	switch {
+	case err == nil && !req.Overwrite:
+		a.fail(w, r, errcode.WithReason(errcode.Conflict, ReasonExists, "%q already exists (set overwrite to replace it)", req.To))
+		return
+	case err == nil && tfi.IsDir() && !os.SameFile(tfi, ffi):
+		// As os.Rename: a directory is never replaced, even empty.
+		a.fail(w, r, errcode.WithReason(errcode.Conflict, ReasonExists, "%q is an existing directory", req.To))
+		return
+	}
+	if err := rename(fd, fromName, td, toName, !req.Overwrite); err != nil {
 		if errors.Is(err, syscall.EINVAL) { // into itself, through a symbolic link
 			err = errcode.WithReason(errcode.Invalid, ReasonPathInvalid, "cannot move %q into itself", req.From)
 		}
@@ -402,7 +505,7 @@ func (a *Agent) handleMove(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *Agent) handleRemove(w http.ResponseWriter, r *http.Request) {
-	raw, p, err := a.queryPath(r, "", false)
+	raw, p, err := a.queryPath(r, "")
 	if err != nil {
 		a.fail(w, r, err)
 		return
@@ -411,14 +514,26 @@ func (a *Agent) handleRemove(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, errcode.WithReason(errcode.Invalid, ReasonWorkspaceOp, "cannot remove the workspace itself"))
 		return
 	}
-	if _, err := a.root.Lstat(p); err != nil {
+	ws, err := a.workspace()
+	if err != nil {
+		a.fail(w, r, fileError(err, raw))
+		return
+	}
+	defer ws.Close()
+	d, name, err := ws.lookup(p, false)
+	if err != nil {
+		a.fail(w, r, fileError(err, raw))
+		return
+	}
+	defer d.Close()
+	if _, err := d.lstat(name); err != nil {
 		a.fail(w, r, fileError(err, raw))
 		return
 	}
 	if r.URL.Query().Get("recursive") == "true" {
-		err = a.root.RemoveAll(p)
+		err = d.removeAll(name)
 	} else {
-		err = a.root.Remove(p)
+		err = d.remove(name)
 	}
 	if err != nil {
 		a.fail(w, r, fileError(err, raw))

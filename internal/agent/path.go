@@ -1,11 +1,13 @@
 package agent
 
 import (
+	"errors"
 	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"unicode/utf8"
 
 	"github.com/berthdev/berth/internal/errcode"
@@ -36,7 +38,20 @@ const (
 	ReasonExists       = "file_exists"
 	ReasonNotEmpty     = "directory_not_empty"
 	ReasonWorkspaceOp  = "workspace_root"
+	ReasonPathChanged  = "path_changed"
 )
+
+// errEscapes is a path that resolves outside the workspace: ".." above it,
+// or an absolute symbolic link.
+var errEscapes = errors.New("path escapes the workspace")
+
+// errChanged is a path that kept changing while the agent acted on it:
+// a name it resolved was replaced before the operation, every retry.
+var errChanged = errors.New("path changed during resolution")
+
+// errIsLink is a name that is a symbolic link where the caller resolved
+// one that was not (it changed since).
+var errIsLink = errors.New("is a symbolic link")
 
 // CleanPath validates a client-supplied workspace path and returns it in
 // the relative, slash-separated, lexically clean form the agent resolves
@@ -44,9 +59,9 @@ const (
 //
 // It rejects NUL and control characters, invalid UTF-8, over-long paths and
 // components, ".." that climbs above the workspace, and absolute paths
-// outside WorkspacePrefix. CleanPath is only the first layer: the agent
-// resolves every path through an os.Root, which also refuses symlinks that
-// lead out.
+// outside WorkspacePrefix. CleanPath is only the first layer: the file
+// API resolves every path on descriptors under the workspace's (see
+// resolve_linux.go), which also refuses symbolic links that lead out.
 func CleanPath(p string) (string, error) {
 	if p == "" {
 		return "", errcode.WithReason(errcode.Invalid, ReasonPathInvalid, "path is empty")
@@ -82,31 +97,43 @@ func CleanPath(p string) (string, error) {
 	return clean, nil
 }
 
-// cleanPath is CleanPath that also takes absolute paths under the agent's
-// own workspace directory: under the process runtime that is where
-// commands run, so the paths they print must work in the file API too.
+// cleanPath is workspacePath for a command's working directory, which
+// the kernel resolves again when the command starts. Where the kernel's
+// confinement of os.Root cannot be relied on (see rootConfines), it also
+// resolves symbolic links itself and refuses those leading out; follow
+// says whether the final component is resolved too.
 //
-// Where the kernel's confinement of os.Root cannot be relied on (see
-// rootConfines), it also resolves symbolic links itself and refuses those
-// leading out; follow says whether the final component is resolved too
-// (reads) or left to the operation (writes, moves and removes, which act
-// on a link itself).
+// The file API does not use it: it takes workspacePath and resolves links
+// on descriptors (resolve_linux.go), which no swap can race.
 func (a *Agent) cleanPath(p string, follow bool) (string, error) {
-	ws := a.cfg.Workspace
-	if ws != WorkspacePrefix && strings.HasPrefix(p, "/") && len(p) <= MaxPathBytes {
-		if rest, ok := strings.CutPrefix(path.Clean(p), ws); ok && (rest == "" || rest[0] == '/') {
-			p = "." + rest
-		}
-	}
-	clean, err := CleanPath(p)
+	clean, err := a.workspacePath(p)
 	if err != nil || a.rootConfines {
 		return clean, err
 	}
 	return a.resolveBeneath(p, clean, follow)
 }
 
+// workspacePath is CleanPath that also takes absolute paths under the
+// agent's own workspace directory: under the process runtime that is
+// where commands run, so the paths they print must work in the file API
+// too.
+func (a *Agent) workspacePath(p string) (string, error) {
+	ws := a.cfg.Workspace
+	if ws != WorkspacePrefix && strings.HasPrefix(p, "/") && len(p) <= MaxPathBytes {
+		if rest, ok := strings.CutPrefix(path.Clean(p), ws); ok && (rest == "" || rest[0] == '/') {
+			p = "." + rest
+		}
+	}
+	return CleanPath(p)
+}
+
 // maxSymlinkHops bounds link resolution, as the kernel's ELOOP does.
 const maxSymlinkHops = 40
+
+// maxRetries bounds how often a file operation starts again because a
+// name it resolved changed before it acted on it, or a rename raced the
+// kernel's resolution (openat2's EAGAIN).
+const maxRetries = 8
 
 // resolveBeneath resolves the symbolic links in clean one component at a
 // time, inside the workspace: an absolute link, or ".." above the
@@ -143,6 +170,10 @@ func (a *Agent) resolveBeneath(raw, clean string, follow bool) (string, error) {
 			return "", errcode.WithReason(errcode.Invalid, ReasonIsSymlink, "path %q has too many levels of symbolic links", raw)
 		}
 		target, err := a.root.Readlink(cand)
+		if errors.Is(err, syscall.EINVAL) {
+			done = append(done, c) // no longer a link: swapped since the Lstat
+			continue
+		}
 		if err != nil {
 			return "", fileError(err, raw)
 		}
@@ -158,9 +189,10 @@ func (a *Agent) resolveBeneath(raw, clean string, follow bool) (string, error) {
 }
 
 // rootConfines checks, once, that os.Root really refuses a link leading
-// out of its directory. On Linux the kernel does that (openat2 with
-// RESOLVE_BENEATH); a user-space kernel such as gVisor's may not, and the
-// agent then resolves links itself (resolveBeneath).
+// out of its directory. os.Root walks with openat(O_NOFOLLOW|O_DIRECTORY),
+// which Linux fails on a link; gVisor opens the link's target instead
+// (google/gvisor#14786), and the agent then resolves links itself
+// (resolveBeneath) for the commands' working directories.
 func rootConfines(stateDir string) bool {
 	if err := os.MkdirAll(stateDir, 0o700); err != nil {
 		return false

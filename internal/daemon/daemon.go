@@ -3,6 +3,7 @@
 package daemon
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"database/sql"
@@ -16,7 +17,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -53,6 +53,11 @@ type Config struct {
 	// PreviewDomain serves sandbox ports at {port}-{sandbox}.{domain};
 	// "localhost" works on this machine without DNS. "" turns it off.
 	PreviewDomain string
+	// AllowEmptyDatabase lets the daemon start on a database that holds
+	// nothing while sandbox directories exist (a lost write-ahead log, a
+	// deleted berth.db); the directories are quarantined, never removed.
+	// Without it such a start fails with reason database_empty_with_data.
+	AllowEmptyDatabase bool
 	// WarmPools keeps pre-started sandboxes per template ("base=4").
 	WarmPools []sandbox.PoolSpec
 	// Browser sessions: the Chromium binary ("" finds one) and bounds.
@@ -112,11 +117,21 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := os.MkdirAll(dataDir, 0o700); err != nil {
 		return fmt.Errorf("creating data directory: %w", err)
 	}
-	unlock, err := lockDataDir(dataDir)
+	unlock, err := lockDataDir(dataDir, "berth serve")
 	if err != nil {
 		return err
 	}
 	defer unlock()
+	// It holds keys, agent tokens and workspaces: only its owner may look,
+	// even if it was made beforehand with a looser mode.
+	if err := os.Chmod(dataDir, 0o700); err != nil {
+		return fmt.Errorf("making the data directory private: %w", err)
+	}
+	// Before the database is opened (and an admin key made in it): an
+	// empty database beside sandbox directories lost its state.
+	if err := checkNotEmpty(ctx, dataDir, cfg.AllowEmptyDatabase, log); err != nil {
+		return err
+	}
 
 	db, err := store.Open(ctx, filepath.Join(dataDir, DBFile))
 	if err != nil {
@@ -292,34 +307,73 @@ func Run(ctx context.Context, cfg Config) error {
 	return nil
 }
 
-// lockDataDir takes an exclusive lock on the data directory, so a second
-// daemon on it refuses to start. The lock dies with the process.
-func lockDataDir(dir string) (func(), error) {
-	path := filepath.Join(dir, LockFile)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+// lockDataDir takes an exclusive lock on the data directory for what (a
+// daemon, or an offline command such as berth restore), so a second one
+// refuses. The lock is a flock on the directory itself, held on an open
+// descriptor until unlock or the process's death: removing or replacing
+// any file in the directory does not release it. LockFile only notes the
+// holder's PID for the message a refused process prints.
+func lockDataDir(dir, what string) (unlock func(), err error) {
+	d, err := os.OpenFile(dir, os.O_RDONLY|syscall.O_DIRECTORY, 0)
 	if err != nil {
-		return nil, fmt.Errorf("opening lock file: %w", err)
+		return nil, fmt.Errorf("opening data directory: %w", err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		b, _ := os.ReadFile(path)
-		f.Close()
-		holder := strings.TrimSpace(string(b))
+	if err := syscall.Flock(int(d.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		d.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
+			b, _ := os.ReadFile(filepath.Join(dir, LockFile))
 			return nil, errcode.WithReason(errcode.Conflict, "data_dir_locked",
-				"another berth daemon (pid %s) is using data directory %s", cmpStr(holder, "unknown"), dir)
+				"another berth daemon or command (%s) is using data directory %s; stop it first",
+				cmp.Or(strings.TrimSpace(string(b)), "pid unknown"), dir)
 		}
-		return nil, fmt.Errorf("locking %s: %w", path, err)
+		return nil, fmt.Errorf("locking %s: %w", dir, err)
 	}
-	_ = f.Truncate(0)
-	_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
-	return func() { f.Close() }, nil
+	note := fmt.Sprintf("pid %d, %s\n", os.Getpid(), what)
+	if err := writeFileAtomic(filepath.Join(dir, LockFile), []byte(note)); err != nil {
+		d.Close()
+		return nil, fmt.Errorf("writing %s: %w", LockFile, err)
+	}
+	return func() { d.Close() }, nil
 }
 
-func cmpStr(s, dflt string) string {
-	if s == "" {
-		return dflt
+// checkNotEmpty refuses to start on a database that holds nothing while
+// sandbox directories exist: the database lost its state (its write-ahead
+// log was removed, or berth.db was replaced by a copy made without it),
+// and starting would make a new admin key and sweep every workspace
+// aside. With allow, it logs and lets the start go on; the sweep then
+// quarantines the directories.
+func checkNotEmpty(ctx context.Context, dataDir string, allow bool, log *slog.Logger) error {
+	dirs, err := sandbox.SandboxDirs(dataDir)
+	if err != nil || len(dirs) == 0 {
+		return err
 	}
-	return s
+	path := filepath.Join(dataDir, DBFile)
+	s, err := store.Inspect(ctx, path)
+	if err != nil || !s.Empty() {
+		return err
+	}
+	if allow {
+		log.WarnContext(ctx, "starting on an empty database beside sandbox directories; they will be quarantined",
+			"database", path, "sandbox_dirs", len(dirs), "quarantine", sandbox.QuarantineDir(dataDir))
+		return nil
+	}
+	return errcode.WithReason(errcode.Conflict, "database_empty_with_data",
+		"the database %s holds no keys and no sandboxes, but %d sandbox directories exist in %s: "+
+			"the database lost its state (a removed berth.db-wal, or a copy of berth.db made without it). "+
+			"Nothing was changed. Put the database back (berth restore FILE, from a berth backup), "+
+			"or start with --allow-empty-database to begin anew with the directories moved to %s "+
+			"(berth quarantine ls lists them)",
+		path, len(dirs), filepath.Join(dataDir, "sandboxes"), sandbox.QuarantineDir(dataDir))
+}
+
+// writeFileAtomic writes b to path (0600) through a temporary file renamed
+// into place.
+func writeFileAtomic(path string, b []byte) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
 }
 
 func writeJSON(path string, v any) error {
@@ -327,11 +381,7 @@ func writeJSON(path string, v any) error {
 	if err != nil {
 		return err
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+	return writeFileAtomic(path, append(b, '\n'))
 }
 
 // loadSecret reads a 32-byte secret from path, creating it (0600, written

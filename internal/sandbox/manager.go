@@ -1109,8 +1109,9 @@ func (m *Manager) Commands(ctx context.Context, sandboxID string) ([]*CommandRec
 
 // Recover reconciles the store with reality after a (re)start: it finishes
 // interrupted deletes, re-adopts live sandboxes whose agent still runs,
-// marks the others failed, and removes sandbox directories the store does
-// not know.
+// marks the others failed, and moves sandbox directories the store does
+// not know into the quarantine (after stopping what runs there): it never
+// deletes data it cannot account for.
 func (m *Manager) Recover(ctx context.Context) error {
 	if err := m.recoverTemplates(ctx); err != nil {
 		return err
@@ -1166,15 +1167,18 @@ func (m *Manager) Recover(ctx context.Context) error {
 		if known[e.Name()] {
 			continue
 		}
-		m.log.WarnContext(ctx, "removing unknown sandbox directory", "sandbox_id", e.Name())
 		l := LayoutFor(m.cfg.DataDir, e.Name())
 		for _, rt := range m.runtimes {
 			if err := rt.Stop(ctx, &Sandbox{ID: e.Name()}, l); err != nil {
 				m.log.ErrorContext(ctx, "stopping unknown sandbox", "sandbox_id", e.Name(), "runtime", rt.Name(), "err", err)
 			}
 		}
-		if err := os.RemoveAll(l.Dir); err != nil {
-			return err
+		// A directory that cannot be moved stays where it is: the next
+		// start tries again, and nothing is lost meanwhile.
+		if dst, err := quarantine(m.cfg.DataDir, e.Name(), time.Now()); err != nil {
+			m.log.ErrorContext(ctx, "quarantining unknown sandbox directory", "sandbox_id", e.Name(), "err", err)
+		} else {
+			m.log.WarnContext(ctx, "quarantined unknown sandbox directory", "sandbox_id", e.Name(), "path", dst)
 		}
 	}
 	return nil

@@ -256,12 +256,14 @@ var safeID = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 
 // leftOver reports whether anything named by sandbox id is left one or two
 // levels under dataDir: <data>/sandboxes/<id>, or the same moved aside
-// (<data>/<dir>/<id>, <data>/<dir>/<sub>/<id>).
+// (<data>/<dir>/<id>, <data>/<dir>/<sub>/<id>, and quarantined as
+// <data>/quarantine/<time>-<id>).
 func leftOver(dataDir, id string) bool {
 	if !safeID.MatchString(id) {
 		return true // cannot tell: keep the lease
 	}
-	for _, pattern := range []string{filepath.Join(dataDir, "*", id), filepath.Join(dataDir, "*", "*", id)} {
+	for _, pattern := range []string{filepath.Join(dataDir, "*", id), filepath.Join(dataDir, "*", "*", id),
+		filepath.Join(QuarantineDir(dataDir), "*-"+id)} {
 		if m, err := filepath.Glob(pattern); err != nil || len(m) > 0 {
 			return true
 		}

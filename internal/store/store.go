@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net/url"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -39,8 +40,12 @@ type DB struct {
 }
 
 // Open opens (creating if needed) the SQLite database at path and brings
-// its schema up to date.
+// its schema up to date. The database and its -wal and -shm files are
+// private (0600), whatever the umask or an older version left.
 func Open(ctx context.Context, path string) (*DB, error) {
+	if err := makePrivate(path); err != nil {
+		return nil, err
+	}
 	dsn := DSN(path)
 	w, err := sql.Open("sqlite", dsn)
 	if err != nil {
@@ -65,6 +70,30 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	r.SetConnMaxLifetime(0)
 	db.db = r
 	return db, nil
+}
+
+// makePrivate creates the database file at path with mode 0600 if it is
+// missing, and sets the mode of it and of its -wal and -shm files to 0600.
+// SQLite creates -wal and -shm with the database file's mode, so they are
+// private from the start too.
+func makePrivate(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("opening database: %w", err)
+	}
+	err = f.Chmod(0o600)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	for _, suffix := range []string{"-wal", "-shm"} {
+		if cerr := os.Chmod(path+suffix, 0o600); cerr != nil && !errors.Is(cerr, fs.ErrNotExist) {
+			err = errors.Join(err, cerr)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("making the database private: %w", err)
+	}
+	return nil
 }
 
 // DSN is the database/sql data source of the database at path: WAL,
