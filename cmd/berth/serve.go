@@ -41,7 +41,7 @@ func (a *app) serveCommand() *cobra.Command {
 		jobWorkers, allowEmptyDatabase        bool
 		jobReuse                              int
 		jobRetention                          time.Duration
-		jobPools                              []string
+		jobPools, jobMemory                   []string
 		jobCap                                = jobs.DefaultCapacity
 	)
 	cmd := &cobra.Command{
@@ -77,6 +77,16 @@ sandboxes keep running and are re-adopted by the next start.`,
 				}
 				jp[name] = size
 			}
+			profiles := map[string]jobs.Profile{}
+			for _, m := range jobMemory {
+				name, n, ok := strings.Cut(m, "=")
+				mb, err := strconv.ParseInt(n, 10, 64)
+				if _, known := jp[name]; !ok || !known || err != nil || mb < jobs.MinMemoryMB || mb > sandbox.MaxResources.MemoryMB {
+					return usageError{fmt.Errorf("--job-memory %q: want PROFILE=MB with PROFILE browser or office and MB %d-%d",
+						m, jobs.MinMemoryMB, sandbox.MaxResources.MemoryMB)}
+				}
+				profiles[name] = jobs.DefaultProfile(name).WithMemory(mb)
+			}
 			if jobReuse < 1 || jobReuse > 1000 {
 				return usageError{fmt.Errorf("--job-runtime-reuse must be 1-1000")}
 			}
@@ -91,7 +101,7 @@ sandboxes keep running and are re-adopted by the next start.`,
 				DefaultRuntime: defaultRuntime, OCIRuntime: ociRuntime, Runsc: runsc, UIDRegistry: uidRegistry,
 				PreviewDomain: previewDomain, WarmPools: pools, Logger: log,
 				Chromium: chromium, MaxBrowserSessions: maxBrowserSessions, BrowserIdleTimeout: browserIdle,
-				JobsRuntime: jobsRuntime, NoJobWorkers: !jobWorkers, JobCapacity: jobCap, JobPools: jp,
+				JobsRuntime: jobsRuntime, NoJobWorkers: !jobWorkers, JobCapacity: jobCap, JobPools: jp, JobProfiles: profiles,
 				ActionsDir: actionsDir, JobChromium: chromium, Soffice: soffice, JobReuse: jobReuse,
 				JobRetention: jobRetention, AllowEmptyDatabase: allowEmptyDatabase,
 				Ready: func(addr string) {
@@ -120,6 +130,7 @@ sandboxes keep running and are re-adopted by the next start.`,
 	f.BoolVar(&allowEmptyDatabase, "allow-empty-database", false,
 		"start even if the database is empty while sandbox directories exist (they are quarantined, not removed)")
 	f.BoolVar(&jobWorkers, "job-workers", true, "consume the job queue on this daemon (false: jobs are refused with WORKER_UNAVAILABLE)")
+	f.StringArrayVar(&jobMemory, "job-memory", nil, "memory of each job sandbox of PROFILE, as PROFILE=MB (default 4096 for both; /dev/shm is a quarter of it, at most 1024)")
 	f.StringArrayVar(&jobPools, "job-pool", nil, "keep N fresh job runtimes of PROFILE started, as PROFILE=N (defaults browser=2, office=1)")
 	f.IntVar(&jobCap.Global, "jobs-max", jobCap.Global, "most jobs starting or running at once")
 	f.IntVar(&jobCap.Tenant, "jobs-max-per-tenant", jobCap.Tenant, "most jobs starting or running at once per tenant")

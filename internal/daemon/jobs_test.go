@@ -741,6 +741,40 @@ func TestJobRetryableFailure(t *testing.T) {
 	}
 }
 
+// TestJobRendererOutOfMemory: a page that needs more memory than its
+// profile has crashes its renderer; the error says how much memory the
+// profile has and how to change it (--job-memory), and the retry, meeting
+// the same crash, ends the job instead of using every attempt. The
+// control is TestJobRetryableFailure: a timeout (not the document's
+// doing) is still retried until the attempts run out. A second control
+// here: the same profile renders an ordinary page.
+func TestJobRendererOutOfMemory(t *testing.T) {
+	needJobs(t)
+	t.Parallel()
+	d := testenv.StartDaemon(t, func(c *daemon.Config) {
+		c.JobPools = map[string]int{"browser": 0, "office": 0}
+		c.JobProfiles = map[string]jobs.Profile{"browser": jobs.DefaultProfile("browser").WithMemory(768)}
+	})
+	// Buffers outside V8's heap, touched so the kernel backs them: only
+	// the sandbox's memory limit stops it.
+	hog := `<h1>Hog</h1><script>const a = []; for (;;) a.push(new Uint8Array(32 << 20).fill(7));</script>`
+	j := runJob(t, d.Client, apitype.CreateJobRequest{Action: "html-pdf",
+		Inputs: map[string]apitype.JobInput{"index.html": inline([]byte(hog))}})
+	if j.State != apitype.JobFailed || j.Error == nil {
+		t.Fatalf("memory hog job = %s, error %+v; want failed", j.State, j.Error)
+	}
+	if !strings.Contains(j.Error.Message, "768 MiB of memory") || !strings.Contains(j.Error.Message, "--job-memory browser=MB") {
+		t.Errorf("error %+v, want the profile's memory and --job-memory named", j.Error)
+	}
+	if j.Error.Reason != "renderer_crashed" || j.Attempt != 2 || !strings.Contains(j.Error.Message, "failed the same way") {
+		t.Errorf("job ended at attempt %d/%d with %+v; want renderer_crashed twice, then no third attempt",
+			j.Attempt, j.MaxAttempts, j.Error)
+	}
+	if ok := runJob(t, d.Client, apitype.CreateJobRequest{Action: "html-pdf", Inputs: threePages()}); ok.State != apitype.JobSucceeded {
+		t.Errorf("control: an ordinary page on the 768 MiB profile = %s, %+v; want succeeded", ok.State, ok.Error)
+	}
+}
+
 func countOf(s []string, v string) int {
 	n := 0
 	for _, x := range s {

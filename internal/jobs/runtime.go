@@ -41,6 +41,18 @@ func DefaultProfile(name string) Profile {
 	}
 }
 
+// MinMemoryMB is the least memory a job profile may be given: Chromium
+// and LibreOffice do not start in less.
+const MinMemoryMB int64 = 512
+
+// WithMemory returns p with mb MiB of memory, and /dev/shm (which counts
+// in it) a quarter of that, at most the default's 1 GiB.
+func (p Profile) WithMemory(mb int64) Profile {
+	p.Resources.MemoryMB = mb
+	p.Resources.ShmMB = min(mb/4, DefaultProfile(p.Name).Resources.ShmMB)
+	return p
+}
+
 // runtime is a job sandbox with its runner up. By default it serves one
 // job and is deleted; with Config.Reuse above 1 it serves up to that many
 // jobs of one tenant, one after another, each in a fresh browser context

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path"
+	"slices"
 	"strings"
 	"time"
 
@@ -140,7 +141,15 @@ func (s *Service) work(ctx context.Context, riverID int64, id string) error {
 		return ctx.Err()
 	}
 	jerr := ferr.JobError
-	if !jerr.Retryable || attempt >= j.MaxAttempts {
+	if memoryReasons[jerr.Reason] {
+		jerr.Message += fmt.Sprintf(" (the %s profile's sandbox has %d MiB of memory; berth serve --job-memory %s=MB changes it)",
+			prof.Name, prof.Resources.MemoryMB, prof.Name)
+	}
+	again := jerr.Retryable && documentReasons[jerr.Reason] && s.failedBefore(finalCtx, id, jerr.Reason)
+	if again {
+		jerr.Message += "; the previous attempt failed the same way, so it is not tried again"
+	}
+	if !jerr.Retryable || again || attempt >= j.MaxAttempts {
 		_, err := s.change(finalCtx, id, Change{From: from, RiverID: riverID, To: apitype.JobFailed, Error: &jerr, Blocked: blocked})
 		return ignoreState(err)
 	}
@@ -152,6 +161,32 @@ func (s *Service) work(ctx context.Context, riverID int64, id string) error {
 }
 
 var errHardDeadline = errors.New("the job's hard deadline passed")
+
+// memoryReasons are failures that running out of memory causes: their
+// message says how much the profile has and how to change it.
+var memoryReasons = map[string]bool{"renderer_crashed": true, "browser_crashed": true, "runtime_lost": true}
+
+// documentReasons are retryable failures the document itself can cause (a
+// page too large for the renderer, a print Chromium refuses): a retry in an
+// identical fresh sandbox usually meets them again, so one that repeats
+// the previous attempt's reason ends the job instead of trying blindly
+// until the attempts run out.
+var documentReasons = map[string]bool{"renderer_crashed": true, "render_failed": true}
+
+// failedBefore reports whether the job's last failed attempt before this
+// one failed with reason.
+func (s *Service) failedBefore(ctx context.Context, id, reason string) bool {
+	evs, err := s.store.JobEvents(ctx, id, 0)
+	if err != nil {
+		return false
+	}
+	for _, ev := range slices.Backward(evs) {
+		if ev.Error != nil {
+			return ev.Error.Reason == reason
+		}
+	}
+	return false
+}
 
 // ignoreState turns "the job moved on under us" into success: someone
 // else (a cancel, a newer queue job) owns the outcome.

@@ -92,7 +92,7 @@ func (c *chrome) render(ctx context.Context, j *job, in *os.Root, outDir string)
 	stop := context.AfterFunc(ctx, func() { cancel(context.Cause(ctx)) })
 	defer stop()
 
-	p := &pageRun{c: c, ctx: tctx, s: s, j: j, outDir: outDir}
+	p := &pageRun{c: c, ctx: tctx, stop: cancel, s: s, j: j, outDir: outDir}
 	out, err := p.run(pageName)
 	if err != nil {
 		return nil, p.failure(err)
@@ -102,10 +102,15 @@ func (c *chrome) render(ctx context.Context, j *job, in *os.Root, outDir string)
 	return &jobspec.Result{Outputs: []jobspec.Output{out}, Blocked: s.refused()}, nil
 }
 
+var errRendererCrashed = errors.New("the page's renderer crashed")
+
 // pageRun is one job's page.
 type pageRun struct {
-	c      *chrome
-	ctx    context.Context // the tab's, bounded by the job
+	c   *chrome
+	ctx context.Context // the tab's, bounded by the job
+	// stop ends ctx: a crashed renderer answers nothing more, so every
+	// wait on the page (its load event, a selector) ends at once.
+	stop   context.CancelCauseFunc
 	s      *site
 	j      *job
 	outDir string
@@ -194,6 +199,7 @@ func (p *pageRun) onEvent(ev any) {
 		p.mu.Lock()
 		p.crashed = true
 		p.mu.Unlock()
+		p.stop(errRendererCrashed)
 	case *page.EventJavascriptDialogOpening:
 		// A dialog would stop the page until answered: dismiss it.
 		ctx := p.ctx
