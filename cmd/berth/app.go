@@ -80,6 +80,9 @@ func (a *app) rootCommand() *cobra.Command {
 		Version:       version,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	cobra.AddTemplateFunc("plainBools", plainBools)
+	root.SetUsageTemplate(strings.ReplaceAll(root.UsageTemplate(), ".FlagUsages | trimTrailingWhitespaces",
+		".FlagUsages | plainBools | trimTrailingWhitespaces"))
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.url, "url", "", "daemon URL (env BERTH_URL; default from --data's daemon.json, else http://127.0.0.1:7070)")
 	pf.StringVar(&a.token, "token", "", "API key (env BERTH_TOKEN; default --data's admin.key)")
@@ -110,6 +113,37 @@ func (a *app) rootCommand() *cobra.Command {
 	)
 	markUsageErrors(root)
 	return root
+}
+
+// plainBools drops pflag's "[=true|false]" after boolean flags in a flag
+// listing (--json, not --json[=true|false]) and aligns the usage column
+// again. A line that is not a flag's (a usage continued on a second line)
+// is kept as it is.
+func plainBools(usages string) string {
+	const sep = "   " // pflag pads the flag column with at least three spaces
+	lines := strings.Split(usages, "\n")
+	type row struct{ flag, usage string }
+	rows := make([]*row, len(lines))
+	width := 0
+	for i, l := range lines {
+		t := strings.TrimLeft(l, " ")
+		if !strings.HasPrefix(t, "-") {
+			continue
+		}
+		flag, usage, ok := strings.Cut(t, sep)
+		if !ok {
+			continue
+		}
+		flag = l[:len(l)-len(t)] + strings.Replace(flag, "[=true|false]", "", 1)
+		rows[i] = &row{flag, strings.TrimLeft(usage, " ")}
+		width = max(width, len(flag))
+	}
+	for i, r := range rows {
+		if r != nil {
+			lines[i] = r.flag + strings.Repeat(" ", width-len(r.flag)) + sep + r.usage
+		}
+	}
+	return strings.Join(lines, "\n")
 }
 
 // markUsageErrors makes argument errors usage errors (exit 2) throughout the

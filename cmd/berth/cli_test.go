@@ -688,3 +688,42 @@ func TestDoctorFindsRunscBesideBinary(t *testing.T) {
 		}
 	}
 }
+
+// TestHelpShowsPlainBooleans: a boolean flag is listed as --json, not as
+// pflag's --json[=true|false], and the usage column stays aligned. The
+// control: the same listings do show flags that take a value with their
+// type (--in stringArray), so the check reads real flag lines.
+func TestHelpShowsPlainBooleans(t *testing.T) {
+	t.Parallel()
+	c := bareCLI(t)
+	for _, args := range [][]string{
+		{"sandbox", "ls", "--help"}, {"job", "run", "--help"}, {"serve", "--help"}, {"exec", "--help"},
+	} {
+		out := c.ok(args...).stdout
+		if strings.Contains(out, "[=true|false]") {
+			t.Errorf("berth %s lists a boolean as [=true|false]:\n%s", strings.Join(args, " "), out)
+		}
+		// Every flag line of one block starts its usage in one column.
+		for _, block := range strings.Split(out, "\n\n") {
+			col := -1
+			for _, l := range strings.Split(block, "\n") {
+				f := strings.TrimLeft(l, " ")
+				if !strings.HasPrefix(f, "-") {
+					continue
+				}
+				i := strings.Index(f, "   ")
+				if i < 0 {
+					continue
+				}
+				at := len(l) - len(strings.TrimLeft(f[i:], " "))
+				if col >= 0 && at != col {
+					t.Errorf("berth %s: usage of %q starts at column %d, want %d:\n%s", strings.Join(args, " "), l, at, col, block)
+				}
+				col = at
+			}
+		}
+	}
+	if out := c.ok("job", "run", "--help").stdout; !strings.Contains(out, "--in stringArray") || !strings.Contains(out, "--detach ") {
+		t.Errorf("control: berth job run --help = %q, want --in stringArray and --detach", out)
+	}
+}

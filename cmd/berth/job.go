@@ -96,6 +96,7 @@ terminal, one line per event otherwise) and save its output.
 			if err != nil {
 				return err
 			}
+			a.reportBlocked(j)
 			if j.State != apitype.JobSucceeded {
 				if j.Error != nil {
 					return fmt.Errorf("job %s %s: %s: %s", j.ID, j.State, j.Error.Reason, j.Error.Message)
@@ -200,6 +201,24 @@ terminal, one line per event otherwise) and save its output.
 
 func jobFilter(state, action string) client.JobFilter {
 	return client.JobFilter{State: state, Action: action}
+}
+
+// reportBlocked says which requests of the job's page were refused: a job
+// reaches nothing outside its inputs, so a page that refers to remote
+// assets (fonts, images, scripts) renders without them.
+func (a *app) reportBlocked(j apitype.Job) {
+	if len(j.Blocked) == 0 {
+		return
+	}
+	const show = 5
+	fmt.Fprintf(a.stderr, "blocked %s the page made (jobs reach only their inputs; put assets in with --in):\n",
+		plural(len(j.Blocked), "request"))
+	for _, u := range j.Blocked[:min(show, len(j.Blocked))] {
+		fmt.Fprintf(a.stderr, "  %s\n", u)
+	}
+	if len(j.Blocked) > show {
+		fmt.Fprintf(a.stderr, "  ... and %d more (berth job get %s)\n", len(j.Blocked)-show, j.ID)
+	}
 }
 
 // follow prints a job's events until it is finished and returns it: a

@@ -56,7 +56,18 @@ func TestJobCommands(t *testing.T) {
 	if err != nil || !regexp.MustCompile(`Pages:\s+2`).Match(out) || !strings.Contains(string(out), "595.") {
 		t.Errorf("pdfinfo index.pdf: %v\n%s\nwant 2 A4 pages", err, out)
 	}
-	c.ok("job", "run", "html-pdf", "--in", "report.html", "--out", "named.pdf")
+	if strings.Contains(r.stderr, "blocked") {
+		t.Errorf("job run with every asset an input printed:\n%s\nwant nothing blocked", r.stderr)
+	}
+	// A page that refers to a remote asset: the job says what it refused.
+	if err := os.WriteFile(filepath.Join(c.dir, "remote.html"), []byte(
+		`<img src="http://192.0.2.1/logo.png"><h1>Remote</h1>`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r = c.ok("job", "run", "html-pdf", "--in", "remote.html", "--out", "named.pdf")
+	if !strings.Contains(r.stderr, "blocked 1 request") || !strings.Contains(r.stderr, "http://192.0.2.1/logo.png") {
+		t.Errorf("job run of a page with a remote image printed:\n%s\nwant it to name the blocked request", r.stderr)
+	}
 	if _, err := os.Stat(filepath.Join(c.dir, "named.pdf")); err != nil {
 		t.Errorf("--out named.pdf: %v", err)
 	}

@@ -127,8 +127,12 @@ func (a *app) serviceCommand() *cobra.Command {
 	}
 	logs.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing new output until the service ends for good")
 
-	one := func(use, short string, do func(c *client.Client, cmd *cobra.Command, sb, name string) (apitype.Service, error)) *cobra.Command {
-		return &cobra.Command{
+	// one makes a command on one service. The CLI's convention: get prints
+	// the record as JSON; a change prints a short line (name and status),
+	// and the record with --json.
+	one := func(use, short string, record bool, do func(c *client.Client, cmd *cobra.Command, sb, name string) (apitype.Service, error)) *cobra.Command {
+		var asJSON bool
+		cmd := &cobra.Command{
 			Use: use + " SANDBOX NAME", Short: short, Args: cobra.ExactArgs(2),
 			RunE: func(cmd *cobra.Command, args []string) error {
 				c, err := a.client()
@@ -139,17 +143,25 @@ func (a *app) serviceCommand() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				return a.printJSON(svc)
+				if record || asJSON {
+					return a.printJSON(svc)
+				}
+				fmt.Fprintf(a.stdout, "%s %s\n", svc.Name, svc.Status)
+				return nil
 			},
 		}
+		if !record {
+			cmd.Flags().BoolVar(&asJSON, "json", false, "print the service as JSON")
+		}
+		return cmd
 	}
-	get := one("get", "Print a service as JSON", func(c *client.Client, cmd *cobra.Command, sb, name string) (apitype.Service, error) {
+	get := one("get", "Print a service as JSON", true, func(c *client.Client, cmd *cobra.Command, sb, name string) (apitype.Service, error) {
 		return c.Service(cmd.Context(), sb, name)
 	})
-	stop := one("stop", "Stop a service; it stays stopped across wakes until started", func(c *client.Client, cmd *cobra.Command, sb, name string) (apitype.Service, error) {
+	stop := one("stop", "Stop a service; it stays stopped across wakes until started", false, func(c *client.Client, cmd *cobra.Command, sb, name string) (apitype.Service, error) {
 		return c.StopService(cmd.Context(), sb, name)
 	})
-	start := one("start", "Start a stopped, exited or failed service", func(c *client.Client, cmd *cobra.Command, sb, name string) (apitype.Service, error) {
+	start := one("start", "Start a stopped, exited or failed service", false, func(c *client.Client, cmd *cobra.Command, sb, name string) (apitype.Service, error) {
 		return c.StartService(cmd.Context(), sb, name)
 	})
 	rm := &cobra.Command{
@@ -159,7 +171,11 @@ func (a *app) serviceCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return c.DeleteService(cmd.Context(), args[0], args[1])
+			if err := c.DeleteService(cmd.Context(), args[0], args[1]); err != nil {
+				return err
+			}
+			fmt.Fprintln(a.stdout, args[1])
+			return nil
 		},
 	}
 	cmd.AddCommand(run, ls, get, logs, stop, start, rm)

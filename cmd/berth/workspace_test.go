@@ -65,11 +65,19 @@ func TestServiceAndPreview(t *testing.T) {
 	c.fails(2, "PORT", "sandbox", "preview", id, "eighty")
 	c.fails(1, "port_invalid", "sandbox", "preview", id, "70000")
 
-	if st := c.ok("service", "stop", id, "web").stdout; !strings.Contains(st, `"status": "stopped"`) {
-		t.Errorf("service stop printed %s", st)
+	// A change prints a short line; --json the record; get the record.
+	if st := c.ok("service", "stop", id, "web").stdout; st != "web stopped\n" {
+		t.Errorf("service stop printed %q, want %q", st, "web stopped\n")
 	}
-	c.ok("service", "start", id, "web")
-	c.ok("service", "rm", id, "web")
+	if st := c.ok("service", "get", id, "web").stdout; !strings.Contains(st, `"status": "stopped"`) {
+		t.Errorf("service get printed %s", st)
+	}
+	if st := c.ok("service", "start", id, "web", "--json").stdout; !strings.Contains(st, `"name": "web"`) {
+		t.Errorf("service start --json printed %s", st)
+	}
+	if st := c.ok("service", "rm", id, "web").stdout; st != "web\n" {
+		t.Errorf("service rm printed %q, want %q", st, "web\n")
+	}
 	c.fails(1, "service_not_found", "service", "get", id, "web")
 	c.fails(1, "invalid", "service", "run", id, "Bad_Name", "--", "true")
 	c.fails(2, "", "service", "run", id, "web")
