@@ -93,12 +93,14 @@ func TestFileSwapRace(t *testing.T) {
 		_, _ = c.Run(ctx, id, apitype.CreateCommandRequest{Argv: []string{"rm", "-rf", outside}})
 	})
 
-	// Bounds: the swapper stops at "stop", after 10^7 swaps or after
-	// 240 s; the whole test has five minutes.
-	ctx := fileCtx(t, 5*time.Minute)
+	// Bounds: the swapper stops at "stop", after 10^9 swaps or after
+	// 280 s; the whole test has six minutes. Time is the bound that holds:
+	// on the process runtime a host swaps 10^7 times in under a minute,
+	// sooner than a loaded machine answers the 500 rounds below.
+	ctx := fileCtx(t, 6*time.Minute)
 	swapper, err := c.Exec(ctx, id, apitype.CreateCommandRequest{
-		Argv:      []string{"python3", "-c", fileSwapper, "10000000", "240", outside, real, canary},
-		TimeoutMS: 270_000,
+		Argv:      []string{"python3", "-c", fileSwapper, "1000000000", "280", outside, real, canary},
+		TimeoutMS: 300_000,
 	})
 	if err != nil || swapper.Status != apitype.CommandRunning {
 		t.Fatalf("starting the swapper = %+v, %v, want running", swapper, err)
