@@ -50,13 +50,17 @@ run: deps build runsc
 # Tests and benchmarks drive the binary just built, through BERTH_BIN.
 test bench: export BERTH_BIN := $(CURDIR)/$(BIN)
 
+# timed NAME: prefix for a recipe line that prints how long it took.
+timed = start=$$SECONDS; trap 'echo "make test: pass \"$(1)\" took $$((SECONDS - start))s"' EXIT;
+
 ## test: vet, then every test with the race detector.
+# Each pass prints how long it took.
 test: deps build runsc
 	go vet ./...
-	go test -race -count=1 -timeout 20m ./...
+	$(call timed,all packages) go test -race -count=1 -timeout 20m ./...
 	# The end-to-end suites again, on every isolated runtime.
-	BERTH_TEST_RUNTIME=container go test -race -count=1 -timeout 20m ./internal/daemon/ ./cmd/berth/
-	BERTH_TEST_RUNTIME=gvisor go test -race -count=1 -timeout 20m ./internal/daemon/ ./cmd/berth/
+	$(call timed,container) BERTH_TEST_RUNTIME=container go test -race -count=1 -timeout 20m ./internal/daemon/ ./cmd/berth/
+	$(call timed,gvisor) BERTH_TEST_RUNTIME=gvisor go test -race -count=1 -timeout 20m ./internal/daemon/ ./cmd/berth/
 
 ## bench: the benchmarks in internal/bench.
 bench: build
