@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/berthdev/berth/internal/errcode"
-	"github.com/berthdev/berth/internal/sandbox"
+	"github.com/berthdev/berth/internal/sandbox/runtimes"
 )
 
 // check is one line of berth doctor's report.
@@ -60,8 +60,8 @@ func hostChecks(dataDir string) []check {
 	out = append(out, check{name: "runtime process", ok: true})
 
 	// The same runtimes berth serve would use, with the same reasons.
-	oci := sandbox.OCIConfig{DataDir: dataDir}
-	ctr := sandbox.NewContainerRuntime(oci)
+	oci := runtimes.OCIConfig{DataDir: dataDir}
+	ctr := runtimes.NewContainer(oci)
 	c := check{name: "runtime container", ok: ctr.Available() == nil}
 	if c.ok {
 		c.detail = "available (default: isolation by default), run by " + ctr.Program()
@@ -77,7 +77,7 @@ func hostChecks(dataDir string) []check {
 	}
 	out = append(out, c)
 
-	gv := sandbox.NewGVisorRuntime(oci)
+	gv := runtimes.NewGVisor(oci)
 	c = check{name: "runtime gvisor", ok: gv.Available() == nil}
 	if c.ok {
 		c.detail = "available (runsc, systrap platform)"

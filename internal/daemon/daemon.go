@@ -28,6 +28,7 @@ import (
 	"github.com/berthdev/berth/internal/httpapi"
 	"github.com/berthdev/berth/internal/jobs"
 	"github.com/berthdev/berth/internal/sandbox"
+	"github.com/berthdev/berth/internal/sandbox/runtimes"
 	"github.com/berthdev/berth/internal/store"
 )
 
@@ -157,17 +158,18 @@ func Run(ctx context.Context, cfg Config) error {
 			return fmt.Errorf("finding the berth binary: %w", err)
 		}
 	}
-	oci := sandbox.OCIConfig{DataDir: dataDir, OCIRuntime: cfg.OCIRuntime, Runsc: cfg.Runsc}
-	runtimes := []sandbox.Runtime{sandbox.ProcessRuntime{}, sandbox.NewContainerRuntime(oci), sandbox.NewGVisorRuntime(oci)}
+	oci := runtimes.OCIConfig{DataDir: dataDir, OCIRuntime: cfg.OCIRuntime, Runsc: cfg.Runsc}
+	container := runtimes.NewContainer(oci)
+	rts := []sandbox.Runtime{runtimes.Process{}, container, runtimes.NewGVisor(oci)}
 	defaultRuntime := cfg.DefaultRuntime
 	if defaultRuntime == "" {
 		// Isolation by default wherever this machine offers it.
 		defaultRuntime = "process"
-		if runtimes[1].Available() == nil {
+		if container.Available() == nil {
 			defaultRuntime = "container"
 		}
 	}
-	for _, rt := range runtimes {
+	for _, rt := range rts {
 		if err := rt.Available(); err != nil {
 			log.Info("runtime unavailable", "runtime", rt.Name(), "why", errcode.ReasonOf(err), "detail", err.Error())
 		} else {
@@ -187,7 +189,7 @@ func Run(ctx context.Context, cfg Config) error {
 		MaxHistory: cfg.MaxHistory, OutputCap: cfg.OutputCap, MaxUpload: cfg.MaxUpload,
 		DefaultTimeout: cfg.DefaultTimeout, MaxTimeout: cfg.MaxTimeout, Logger: log,
 		Pools: cfg.WarmPools, UIDRegistry: cfg.UIDRegistry,
-	}, db, runtimes...)
+	}, db, rts...)
 	defer mgr.Close()
 	if err := mgr.Recover(ctx); err != nil {
 		return fmt.Errorf("recovering sandboxes: %w", err)

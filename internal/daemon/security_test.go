@@ -22,7 +22,7 @@ import (
 	"github.com/berthdev/berth/internal/daemon"
 	"github.com/berthdev/berth/internal/errcode"
 	"github.com/berthdev/berth/internal/probe"
-	"github.com/berthdev/berth/internal/sandbox"
+	"github.com/berthdev/berth/internal/sandbox/runtimes"
 	"github.com/berthdev/berth/internal/testenv"
 )
 
@@ -1117,9 +1117,9 @@ func TestSecurityNeighbours(t *testing.T) {
 // pids), gVisor's room for runsc's own threads.
 func pidsMax(rt string, pids int) string {
 	if rt == "gvisor" {
-		return strconv.Itoa(pids + sandbox.GVisorPidsHeadroom)
+		return strconv.Itoa(pids + runtimes.GVisorPidsHeadroom)
 	}
-	return strconv.Itoa(pids + sandbox.AgentPidsReserve)
+	return strconv.Itoa(pids + runtimes.AgentPidsReserve)
 }
 
 // workloadPidsMax is the pids.max of a container sandbox's workload

@@ -11,6 +11,7 @@ import (
 	"github.com/berthdev/berth/internal/apitype"
 	"github.com/berthdev/berth/internal/jobs"
 	"github.com/berthdev/berth/internal/sandbox"
+	"github.com/berthdev/berth/internal/sandbox/runtimes"
 	"github.com/berthdev/berth/internal/store"
 	"github.com/berthdev/berth/internal/testenv"
 )
@@ -28,7 +29,7 @@ func TestSweep(t *testing.T) {
 	}
 	defer db.Close()
 	mgr := sandbox.NewManager(sandbox.Config{DataDir: dir, AgentBinary: testenv.Binary(t), DefaultRuntime: "process"},
-		db, sandbox.ProcessRuntime{})
+		db, runtimes.Process{})
 	defer mgr.Close()
 	// Finished jobs are kept a millisecond, unfinished ones forever.
 	svc, err := jobs.New(jobs.Config{DataDir: dir, Runtime: "none", Retention: time.Millisecond}, db, nil, mgr)

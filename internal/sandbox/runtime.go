@@ -5,9 +5,9 @@ import (
 	"path/filepath"
 )
 
-// Runtime starts and stops a sandbox's agent. Implementations: process
-// (here), container and gvisor (to come). Every runtime must pass the same
-// end-to-end suite.
+// Runtime starts and stops a sandbox's agent. The implementations,
+// process, container and gvisor, are in package runtimes; the daemon hands
+// them to NewManager. Every runtime must pass the same end-to-end suite.
 type Runtime interface {
 	// Name is the runtime's API name.
 	Name() string
@@ -38,6 +38,10 @@ type Layout struct {
 	Run    string
 	Socket string // the agent's unix socket, in Run
 	Log    string // the agent's log
+	// Upper is the writable layer of the sandbox's root on the isolated
+	// runtimes: what a template build installed, which the template
+	// freezes into its layer.
+	Upper string
 }
 
 // LayoutFor returns the layout of sandbox id under dataDir.
@@ -50,6 +54,7 @@ func LayoutFor(dataDir, id string) Layout {
 		Run:       filepath.Join(dir, "run"),
 		Socket:    filepath.Join(dir, "run", "agent.sock"),
 		Log:       filepath.Join(dir, "agent.log"),
+		Upper:     filepath.Join(dir, "upper"),
 	}
 }
 
@@ -63,15 +68,4 @@ type AgentArgs struct {
 	MaxUpload   int64
 	// Root is what the sandbox's root is made of (isolated runtimes).
 	Root RootSpec
-}
-
-// OCIConfig configures the isolated runtimes.
-type OCIConfig struct {
-	DataDir string
-	// OCIRuntime picks the program of the container runtime: "crun",
-	// "runc", or "auto" (crun when installed, else runc). On hybrid cgroup
-	// hosts crun runs in a private mount namespace without the v2 tree.
-	OCIRuntime string
-	// Runsc is the gVisor runsc binary ("" finds it on PATH).
-	Runsc string
 }

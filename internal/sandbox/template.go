@@ -76,12 +76,14 @@ type RootSpec struct {
 	Writable bool
 }
 
-// mountPoints are the directories of a sandbox's root that the container
-// runtimes mount over (see spec) or that Berth writes into (/etc, /.berth
+// MountPoints returns the directories of a sandbox's root that the
+// isolated runtimes mount over (see package runtimes) or that Berth writes into (/etc, /.berth
 // for the agent binary's mount point). In every root and every layer of
 // one, each must be a real directory or absent (then Berth makes it): a
 // runtime mounts procfs at a /proc that is a link wherever the link points.
-var mountPoints = []string{"proc", "sys", "dev", "tmp", "run", "workspace", "template", "etc", ".berth"}
+func MountPoints() []string {
+	return []string{"proc", "sys", "dev", "tmp", "run", "workspace", "template", "etc", ".berth"}
+}
 
 // checkLayer checks the mount points of a template's layer at dir.
 func checkLayer(dir string) error {
@@ -90,7 +92,7 @@ func checkLayer(dir string) error {
 		return err
 	}
 	defer r.Close()
-	return image.CheckMountPoints(r, mountPoints, "the built layer's")
+	return image.CheckMountPoints(r, MountPoints(), "the built layer's")
 }
 
 var templateNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,62}$`)
@@ -393,7 +395,7 @@ func (m *Manager) build(ctx context.Context, t *Template, base *Template) (err e
 	}
 	skip := map[string]bool{"etc/passwd": true, "etc/group": true, "workspace": true, "template": true, "tmp": true}
 	layer := filepath.Join(dir, "rootfs")
-	if err := freezeTree(containerLayoutFor(l).upper, layer, skip); err != nil {
+	if err := freezeTree(l.Upper, layer, skip); err != nil {
 		return fmt.Errorf("freezing the root layer: %w", err)
 	}
 	// What the steps made of the mount points is the template's to keep:

@@ -36,7 +36,7 @@ func (m *Manager) ImportTemplate(ctx context.Context, name, src, ref string) (*T
 		if err := os.MkdirAll(tmp, 0o755); err != nil {
 			return err
 		}
-		cfg, err := image.Unpack(ctx, src, tmp, image.Options{Ref: ref, MountPoints: mountPoints})
+		cfg, err := image.Unpack(ctx, src, tmp, image.Options{Ref: ref, MountPoints: MountPoints()})
 		if err != nil {
 			return err
 		}
@@ -82,7 +82,7 @@ func imageSkeleton(root string) error {
 		return err
 	}
 	defer r.Close()
-	for _, d := range mountPoints { // Unpack checked they are directories or absent
+	for _, d := range MountPoints() { // Unpack checked they are directories or absent
 		if err := r.MkdirAll(d, 0o755); err != nil {
 			return fmt.Errorf("making /%s: %w", d, err)
 		}
@@ -198,23 +198,4 @@ func copyRegular(src, dst string, perm fs.FileMode) error {
 		return err
 	}
 	return os.Chmod(dst, perm) // past the umask
-}
-
-// prepareWritableRoot gives a template build's user the directories it may
-// install into: /opt, and /usr/local when /usr is the image's own.
-func prepareWritableRoot(upper string, uid int, image bool) error {
-	dirs := []string{"opt"}
-	if image {
-		dirs = append(dirs, "usr/local")
-	}
-	for _, d := range dirs {
-		p := filepath.Join(upper, d)
-		if err := os.MkdirAll(p, 0o755); err != nil {
-			return err
-		}
-		if err := os.Chown(p, uid, uid); err != nil {
-			return err
-		}
-	}
-	return nil
 }

@@ -1,4 +1,4 @@
-package sandbox
+package runtimes
 
 import (
 	"bytes"
@@ -20,15 +20,16 @@ import (
 
 	"github.com/berthdev/berth/internal/agent"
 	"github.com/berthdev/berth/internal/errcode"
+	"github.com/berthdev/berth/internal/sandbox"
 )
 
-// ContainerRuntime runs each sandbox's agent as the init of an OCI
+// Container runs each sandbox's agent as the init of an OCI
 // container: every namespace but the user namespace, no capabilities,
 // no-new-privileges, a deny-default seccomp profile, a read-only root made
 // of the host template under a per-sandbox overlay, a non-root uid of its
 // own, cgroup limits and no network but loopback. The same bundle runs
 // under crun or runc ("container") or under gVisor's runsc ("gvisor").
-type ContainerRuntime struct {
+type Container struct {
 	name    string   // container or gvisor
 	program string   // crun, runc or runsc
 	argv    []string // command prefix: the runtime binary, maybe wrapped, and global flags
@@ -38,11 +39,11 @@ type ContainerRuntime struct {
 
 }
 
-var _ Runtime = (*ContainerRuntime)(nil)
+var _ sandbox.Runtime = (*Container)(nil)
 
-// NewContainerRuntime returns the "container" runtime (crun or runc).
-func NewContainerRuntime(cfg OCIConfig) *ContainerRuntime {
-	r := &ContainerRuntime{name: "container", dataDir: cfg.DataDir, cgroups: detectCgroups()}
+// NewContainer returns the "container" runtime (crun or runc).
+func NewContainer(cfg OCIConfig) *Container {
+	r := &Container{name: "container", dataDir: cfg.DataDir, cgroups: detectCgroups()}
 	choice := cfg.OCIRuntime
 	if choice == "" || choice == "auto" {
 		// crun: it starts a container in about half of runc's time here,
@@ -73,10 +74,10 @@ func NewContainerRuntime(cfg OCIConfig) *ContainerRuntime {
 	return r
 }
 
-// NewGVisorRuntime returns the "gvisor" runtime: the same bundle under
+// NewGVisor returns the "gvisor" runtime: the same bundle under
 // runsc with the systrap platform.
-func NewGVisorRuntime(cfg OCIConfig) *ContainerRuntime {
-	r := &ContainerRuntime{name: "gvisor", program: "runsc", dataDir: cfg.DataDir, cgroups: detectCgroups()}
+func NewGVisor(cfg OCIConfig) *Container {
+	r := &Container{name: "gvisor", program: "runsc", dataDir: cfg.DataDir, cgroups: detectCgroups()}
 	bin := cfg.Runsc
 	if bin == "" {
 		var err error
@@ -98,7 +99,7 @@ func NewGVisorRuntime(cfg OCIConfig) *ContainerRuntime {
 	return r
 }
 
-func (r *ContainerRuntime) checkHost() error {
+func (r *Container) checkHost() error {
 	switch {
 	case os.Geteuid() != 0:
 		return errcode.WithReason(errcode.Unimplemented, "runtime_unavailable",
@@ -122,30 +123,30 @@ func (r *ContainerRuntime) checkHost() error {
 	return nil
 }
 
-func (r *ContainerRuntime) Name() string     { return r.name }
-func (r *ContainerRuntime) Isolated() bool   { return true }
-func (r *ContainerRuntime) Available() error { return r.err }
+func (r *Container) Name() string     { return r.name }
+func (r *Container) Isolated() bool   { return true }
+func (r *Container) Available() error { return r.err }
 
 // Program says which OCI runtime program runs the bundles, for doctor.
-func (r *ContainerRuntime) Program() string { return r.program }
+func (r *Container) Program() string { return r.program }
 
 // Paths inside the sandbox.
 const (
-	agentPathInSandbox = BinaryInSandbox
+	agentPathInSandbox = sandbox.BinaryInSandbox
 	stateInSandbox     = "/run/berth"
 )
 
 // containerLayout adds the isolated runtimes' directories to l.
 type containerLayout struct {
-	Layout
+	sandbox.Layout
 	upper, work, rootfs, bundle, pidFile string
 	sock                                 string // gvisor: the directory the agent makes its socket in
 }
 
-func containerLayoutFor(l Layout) containerLayout {
+func containerLayoutFor(l sandbox.Layout) containerLayout {
 	return containerLayout{
 		Layout:  l,
-		upper:   filepath.Join(l.Dir, "upper"),
+		upper:   l.Upper,
 		work:    filepath.Join(l.Dir, "work"),
 		rootfs:  filepath.Join(l.Dir, "rootfs"),
 		bundle:  filepath.Join(l.Dir, "bundle"),
@@ -154,13 +155,13 @@ func containerLayoutFor(l Layout) containerLayout {
 	}
 }
 
-func (r *ContainerRuntime) hostTemplate() (*hostTemplate, error) {
+func (r *Container) hostTemplate() (*hostTemplate, error) {
 	return sharedHostTemplate(filepath.Join(r.dataDir, "templates"))
 }
 
 // Start prepares the sandbox's root (overlay over the host template), its
 // bundle, and runs the container detached, with the agent as its init.
-func (r *ContainerRuntime) Start(ctx context.Context, sb *Sandbox, l Layout, a AgentArgs) (int, error) {
+func (r *Container) Start(ctx context.Context, sb *sandbox.Sandbox, l sandbox.Layout, a sandbox.AgentArgs) (int, error) {
 	if r.err != nil {
 		return 0, r.err
 	}
@@ -348,14 +349,14 @@ func adoptSocket(inSandbox, daemonPath string) error {
 // cgroup of their own, apart from the agent (see makeWorkload): under crun
 // or runc on a cgroup v1 host. gVisor's tasks are not host processes; its
 // agent bounds them with RLIMIT_NPROC instead (see spec).
-func (r *ContainerRuntime) workloadCgroup() bool {
+func (r *Container) workloadCgroup() bool {
 	return r.program != "runsc" && (r.cgroups == cgroupV1 || r.cgroups == cgroupHybrid)
 }
 
 // runArgs is the command line that runs the bundle detached, passing the
 // agent's listener, token pipe and ready pipe as fds 3, 4 and 5, and the
 // workload cgroup's cgroup.procs as fd 6.
-func (r *ContainerRuntime) runArgs(id string, cl containerLayout) []string {
+func (r *Container) runArgs(id string, cl containerLayout) []string {
 	args := append([]string{}, r.argv...)
 	switch r.program {
 	case "runsc":
@@ -388,7 +389,7 @@ const (
 	stateSizeMB = 128 // command output beyond it is counted, not kept
 )
 
-func (r *ContainerRuntime) spec(sb *Sandbox, cl containerLayout, tmpl *hostTemplate, a AgentArgs) *specs.Spec {
+func (r *Container) spec(sb *sandbox.Sandbox, cl containerLayout, tmpl *hostTemplate, a sandbox.AgentArgs) *specs.Spec {
 	res := sb.Resources
 	uid := uint32(sb.UID)
 	memory := res.MemoryMB << 20
@@ -513,7 +514,7 @@ func (r *ContainerRuntime) spec(sb *Sandbox, cl containerLayout, tmpl *hostTempl
 }
 
 // Alive reports whether the sandbox's container still runs its init.
-func (r *ContainerRuntime) Alive(sb *Sandbox, l Layout) bool {
+func (r *Container) Alive(sb *sandbox.Sandbox, l sandbox.Layout) bool {
 	if sb.AgentPID <= 0 {
 		return false
 	}
@@ -524,7 +525,7 @@ func (r *ContainerRuntime) Alive(sb *Sandbox, l Layout) bool {
 // Stop kills the container (by its cgroup, so nothing escapes), deletes
 // it, and unmounts its root. It is idempotent and safe to call on a
 // sandbox this runtime never started.
-func (r *ContainerRuntime) Stop(ctx context.Context, sb *Sandbox, l Layout) error {
+func (r *Container) Stop(ctx context.Context, sb *sandbox.Sandbox, l sandbox.Layout) error {
 	if r.err != nil {
 		return nil
 	}
@@ -555,7 +556,7 @@ func (r *ContainerRuntime) Stop(ctx context.Context, sb *Sandbox, l Layout) erro
 }
 
 // runtime runs one OCI runtime subcommand.
-func (r *ContainerRuntime) runtime(ctx context.Context, args ...string) error {
+func (r *Container) runtime(ctx context.Context, args ...string) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	all := append(append([]string{}, r.argv...), args...)
@@ -568,7 +569,7 @@ func (r *ContainerRuntime) runtime(ctx context.Context, args ...string) error {
 }
 
 // List returns the IDs of the containers this runtime knows.
-func (r *ContainerRuntime) List(ctx context.Context) ([]string, error) {
+func (r *Container) List(ctx context.Context) ([]string, error) {
 	if r.err != nil {
 		return nil, nil
 	}
@@ -591,17 +592,17 @@ func (r *ContainerRuntime) List(ctx context.Context) ([]string, error) {
 }
 
 // Pause freezes the sandbox's cgroup through the OCI runtime.
-func (r *ContainerRuntime) Pause(ctx context.Context, sb *Sandbox, l Layout) error {
+func (r *Container) Pause(ctx context.Context, sb *sandbox.Sandbox, l sandbox.Layout) error {
 	return r.runtime(ctx, "pause", sb.ID)
 }
 
 // Resume thaws the sandbox's cgroup.
-func (r *ContainerRuntime) Resume(ctx context.Context, sb *Sandbox, l Layout) error {
+func (r *Container) Resume(ctx context.Context, sb *sandbox.Sandbox, l sandbox.Layout) error {
 	return r.runtime(ctx, "resume", sb.ID)
 }
 
 // OOMKills reports how many processes the OOM killer ended in the
 // sandbox's cgroup.
-func (r *ContainerRuntime) OOMKills(id string) int {
+func (r *Container) OOMKills(id string) int {
 	return newSandboxCgroup(r.cgroups, id).oomKills()
 }

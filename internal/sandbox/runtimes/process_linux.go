@@ -1,4 +1,4 @@
-package sandbox
+package runtimes
 
 import (
 	"bufio"
@@ -16,18 +16,19 @@ import (
 
 	"github.com/berthdev/berth/internal/agent"
 	"github.com/berthdev/berth/internal/errcode"
+	"github.com/berthdev/berth/internal/sandbox"
 )
 
-// ProcessRuntime runs the agent as a host process in its own session, in
+// Process runs the agent as a host process in its own session, in
 // the sandbox's workspace directory. It isolates nothing: use it only for
 // trusted code.
-type ProcessRuntime struct{}
+type Process struct{}
 
-var _ Runtime = ProcessRuntime{}
+var _ sandbox.Runtime = Process{}
 
-func (ProcessRuntime) Name() string     { return "process" }
-func (ProcessRuntime) Isolated() bool   { return false }
-func (ProcessRuntime) Available() error { return nil }
+func (Process) Name() string     { return "process" }
+func (Process) Isolated() bool   { return false }
+func (Process) Available() error { return nil }
 
 // agentStartTimeout bounds how long an agent may take to listen.
 const agentStartTimeout = 10 * time.Second
@@ -35,7 +36,7 @@ const agentStartTimeout = 10 * time.Second
 // Start execs "berth agent" with a fresh session, so it outlives the daemon
 // and can be re-adopted. The token travels on a pipe (fd 3), never in argv
 // or the environment; the agent says it is ready on another (fd 4).
-func (ProcessRuntime) Start(ctx context.Context, sb *Sandbox, l Layout, a AgentArgs) (int, error) {
+func (Process) Start(ctx context.Context, sb *sandbox.Sandbox, l sandbox.Layout, a sandbox.AgentArgs) (int, error) {
 	logf, err := os.OpenFile(l.Log, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return 0, err
@@ -137,13 +138,13 @@ func logTail(path string) string {
 
 // Alive checks the recorded PID still runs this sandbox's agent, so a
 // recycled PID is never taken for it.
-func (ProcessRuntime) Alive(sb *Sandbox, l Layout) bool {
+func (Process) Alive(sb *sandbox.Sandbox, l sandbox.Layout) bool {
 	return sb.AgentPID > 0 && isAgent(sb.AgentPID, l)
 }
 
 // isAgent reports whether pid runs the agent of the sandbox laid out at l:
 // "berth agent" with l's state directory.
-func isAgent(pid int, l Layout) bool {
+func isAgent(pid int, l sandbox.Layout) bool {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
 	if err != nil {
 		return false
@@ -163,7 +164,7 @@ func closeAll(files ...*os.File) {
 // and processes whose working directory is in the sandbox, which catches
 // those orphaned by an agent that died without cleaning up. (The process
 // runtime has no cgroup to kill by; the isolated runtimes do.)
-func (ProcessRuntime) Stop(ctx context.Context, sb *Sandbox, l Layout) error {
+func (Process) Stop(ctx context.Context, sb *sandbox.Sandbox, l sandbox.Layout) error {
 	// A live agent is a subreaper: everything the sandbox started is in its
 	// process tree. Only when it is gone are orphans looked for by working
 	// directory (which could also catch an operator's shell in there).
@@ -204,7 +205,7 @@ func (ProcessRuntime) Stop(ctx context.Context, sb *Sandbox, l Layout) error {
 
 // processesOf lists the live processes that belong to a sandbox: its
 // agent, and every process whose working directory is inside it.
-func processesOf(l Layout) []int {
+func processesOf(l sandbox.Layout) []int {
 	var out []int
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {

@@ -1,4 +1,4 @@
-package sandbox
+package runtimes
 
 import (
 	"context"
@@ -20,7 +20,7 @@ import (
 // keep running and are re-adopted across a daemon restart as before.
 
 // nullNetNS is the path of runsc's pinned gofer network namespace.
-func (r *ContainerRuntime) nullNetNS() string {
+func (r *Container) nullNetNS() string {
 	return filepath.Join(r.dataDir, "oci", "runsc", "null-netns")
 }
 
@@ -28,7 +28,7 @@ func (r *ContainerRuntime) nullNetNS() string {
 // removes its mount point, if no container of this runtime is left. A start
 // racing it either finds the namespace (and holds it by its fd) or pins a
 // new one, so neither side fails.
-func (r *ContainerRuntime) unpinNullNetNS(ctx context.Context) error {
+func (r *Container) unpinNullNetNS(ctx context.Context) error {
 	if r.program != "runsc" || r.err != nil {
 		return nil
 	}
@@ -51,6 +51,6 @@ func (r *ContainerRuntime) unpinNullNetNS(ctx context.Context) error {
 // Close releases what the runtime holds beyond its sandboxes, at daemon
 // shutdown: gVisor's pinned gofer network namespace, unless a gVisor
 // sandbox still runs (it is re-adopted by the next start).
-func (r *ContainerRuntime) Close(ctx context.Context) error {
+func (r *Container) Close(ctx context.Context) error {
 	return r.unpinNullNetNS(ctx)
 }

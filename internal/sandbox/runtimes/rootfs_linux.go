@@ -1,4 +1,4 @@
-package sandbox
+package runtimes
 
 import (
 	"errors"
@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/berthdev/berth/internal/errcode"
 	"github.com/berthdev/berth/internal/image"
+	"github.com/berthdev/berth/internal/sandbox"
 )
 
 // hostTemplate is the built-in "host" template: a read-only root composed
@@ -51,7 +51,7 @@ func checkRoot(dir string, binds []string) error {
 		return err
 	}
 	defer r.Close()
-	if err := image.CheckMountPoints(r, append(slices.Clone(mountPoints), binds...), "the sandbox root's"); err != nil {
+	if err := image.CheckMountPoints(r, append(sandbox.MountPoints(), binds...), "the sandbox root's"); err != nil {
 		return err
 	}
 	// The agent binary is bind-mounted over this file.
@@ -117,7 +117,7 @@ func buildHostTemplate(dir string) (*hostTemplate, error) {
 		return nil, err
 	}
 	rootfs := filepath.Join(tmp, "rootfs")
-	for _, d := range mountPoints {
+	for _, d := range sandbox.MountPoints() {
 		if err := os.MkdirAll(filepath.Join(rootfs, d), 0o755); err != nil {
 			return nil, err
 		}
@@ -307,4 +307,23 @@ func unescapeMount(s string) string {
 		b.WriteByte(s[i])
 	}
 	return b.String()
+}
+
+// prepareWritableRoot gives a template build's user the directories it may
+// install into: /opt, and /usr/local when /usr is the image's own.
+func prepareWritableRoot(upper string, uid int, image bool) error {
+	dirs := []string{"opt"}
+	if image {
+		dirs = append(dirs, "usr/local")
+	}
+	for _, d := range dirs {
+		p := filepath.Join(upper, d)
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			return err
+		}
+		if err := os.Chown(p, uid, uid); err != nil {
+			return err
+		}
+	}
+	return nil
 }
