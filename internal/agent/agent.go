@@ -460,6 +460,26 @@ func children(ppid int) []int { return ProcessTree()[ppid] }
 // ProcessTree maps each PID to the PIDs of its children, from /proc.
 func ProcessTree() map[int][]int {
 	tree := map[int][]int{}
+	for pid, f := range procStats() {
+		if ppid, err := strconv.Atoi(f[statPPID]); err == nil {
+			tree[ppid] = append(tree[ppid], pid)
+		}
+	}
+	return tree
+}
+
+// Fields of /proc/PID/stat, counted after the parenthesized command name.
+const (
+	statPPID    = 1
+	statPgrp    = 2
+	statSession = 3
+)
+
+// procStats reads /proc/PID/stat of every process, as the fields after
+// the command name (which is in parentheses and may contain anything),
+// keeping those with at least statSession+1 of them.
+func procStats() map[int][]string {
+	out := map[int][]string{}
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
@@ -468,20 +488,16 @@ func ProcessTree() map[int][]int {
 		}
 		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
 		if err != nil {
-			continue
+			continue // exited meanwhile
 		}
-		// The command name is in parentheses and may contain anything;
-		// the parent PID is the second field after it.
 		s := string(b)
 		i := strings.LastIndexByte(s, ')')
 		if i < 0 {
 			continue
 		}
-		if f := strings.Fields(s[i+1:]); len(f) > 1 {
-			if ppid, err := strconv.Atoi(f[1]); err == nil {
-				tree[ppid] = append(tree[ppid], pid)
-			}
+		if f := strings.Fields(s[i+1:]); len(f) > statSession {
+			out[pid] = f
 		}
 	}
-	return tree
+	return out
 }

@@ -41,15 +41,9 @@ func NewClient(socket, token string) *Client {
 // Close releases idle connections.
 func (c *Client) Close() { c.hc.CloseIdleConnections() }
 
-// Transport returns the round tripper, for proxying requests to the agent.
-func (c *Client) Transport() http.RoundTripper { return c.hc.Transport }
-
-// Token returns the bearer token the agent expects.
-func (c *Client) Token() string { return c.token }
-
-// Do sends a request to the agent and returns the response if its status
+// do sends a request to the agent and returns the response if its status
 // is below 400, or the decoded error.
-func (c *Client) Do(ctx context.Context, method, path string, q url.Values, body io.Reader) (*http.Response, error) {
+func (c *Client) do(ctx context.Context, method, path string, q url.Values, body io.Reader) (*http.Response, error) {
 	u := "http://agent" + path
 	if len(q) > 0 {
 		u += "?" + q.Encode()
@@ -85,7 +79,7 @@ func (c *Client) doJSON(ctx context.Context, method, path string, q url.Values, 
 		}
 		body = bytes.NewReader(b)
 	}
-	resp, err := c.Do(ctx, method, path, q, body)
+	resp, err := c.do(ctx, method, path, q, body)
 	if err != nil {
 		return err
 	}
@@ -157,7 +151,7 @@ func (c *Client) PutService(ctx context.Context, spec apitype.ServiceSpec) (_ ap
 	if err != nil {
 		return apitype.Service{}, false, err
 	}
-	resp, err := c.Do(ctx, http.MethodPut, "/v1/services/"+url.PathEscape(spec.Name), nil, bytes.NewReader(b))
+	resp, err := c.do(ctx, http.MethodPut, "/v1/services/"+url.PathEscape(spec.Name), nil, bytes.NewReader(b))
 	if err != nil {
 		return apitype.Service{}, false, err
 	}

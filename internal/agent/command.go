@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -120,19 +121,12 @@ func commandArgv(req apitype.CreateCommandRequest) ([]string, error) {
 	return nil, errcode.New(errcode.Invalid, "command or argv is required")
 }
 
-func cmp(s, dflt string) string {
-	if s == "" {
-		return dflt
-	}
-	return s
-}
-
 // workDir validates the cwd of a command, terminal or service (relative to
 // the workspace, or absolute under it; "" is the workspace) and returns it
 // cleaned: it must resolve, inside the workspace, to a directory. Services
 // are checked with it when put, as commands are, and again at each start.
 func (a *Agent) workDir(cwd string) (string, error) {
-	clean, err := a.cleanPath(cmp(cwd, "."), true)
+	clean, err := a.cleanPath(cmp.Or(cwd, "."), true)
 	if err != nil || clean == "." {
 		return clean, err
 	}

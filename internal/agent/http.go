@@ -29,9 +29,6 @@ func (a *Agent) handlePing(w http.ResponseWriter, r *http.Request) {
 	wire.Encode(w, http.StatusOK, map[string]any{"ok": true, "pid": os.Getpid()})
 }
 
-// handleStart starts a command. With wait_ms it answers once the command
-// ends (or the wait passes) with its output, as a read would: run and
-// result in one round trip.
 // handleShutdown ends every command and then the agent, after answering.
 func (a *Agent) handleShutdown(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusAccepted)
@@ -40,6 +37,9 @@ func (a *Agent) handleShutdown(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// handleStart starts a command. With wait_ms it answers once the command
+// ends (or the wait passes) with its output, as a read would: run and
+// result in one round trip.
 func (a *Agent) handleStart(w http.ResponseWriter, r *http.Request) {
 	wait, q, err := ParseOutputQuery(r)
 	if err != nil {

@@ -13,11 +13,6 @@ import (
 	"github.com/berthdev/berth/internal/wire"
 )
 
-// forwardedAuthHeader carries the Authorization header a preview's client
-// sent for the app: the daemon's hop to the agent uses Authorization for
-// the agent token.
-const forwardedAuthHeader = "X-Berth-Forwarded-Authorization"
-
 // portTransport dials ports on the sandbox's own loopback. It never uses
 // a proxy from the environment.
 var portTransport = &http.Transport{
@@ -67,10 +62,10 @@ func (a *Agent) handlePort(w http.ResponseWriter, r *http.Request) {
 			}
 			out.Header.Del("Authorization")
 			out.Header.Del("X-Request-Id")
-			if v := pr.In.Header.Get(forwardedAuthHeader); v != "" {
+			if v := pr.In.Header.Get(ForwardedAuthHeader); v != "" {
 				out.Header.Set("Authorization", v)
 			}
-			out.Header.Del(forwardedAuthHeader)
+			out.Header.Del(ForwardedAuthHeader)
 		},
 		Transport:     portTransport,
 		FlushInterval: -1,

@@ -332,33 +332,13 @@ func sessionMembers(sid int) []int { return procsWith(statSession, sid) }
 // groupMembers lists the PIDs in process group pgid, zombies included.
 func groupMembers(pgid int) []int { return procsWith(statPgrp, pgid) }
 
-// Fields of /proc/PID/stat after the parenthesized command name.
-const (
-	statPgrp    = 2
-	statSession = 3
-)
-
 // procsWith lists the processes whose stat field (counted after the
 // command name) is id.
 func procsWith(field, id int) []int {
 	var out []int
 	want := strconv.Itoa(id)
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		s := string(b)
-		i := strings.LastIndexByte(s, ')')
-		if i < 0 {
-			continue
-		}
-		if f := strings.Fields(s[i+1:]); len(f) > field && f[field] == want {
+	for pid, f := range procStats() {
+		if f[field] == want {
 			out = append(out, pid)
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/berthdev/berth/internal/agent"
 	"github.com/berthdev/berth/internal/apitype"
 	"github.com/berthdev/berth/internal/errcode"
 	"github.com/berthdev/berth/internal/wire"
@@ -36,11 +37,8 @@ import (
 const (
 	previewTokenHeader = "X-Berth-Preview-Token"
 	previewCookie      = "berth_preview"
-	// forwardedAuthHeader carries a preview request's own Authorization
-	// past the agent hop, which uses Authorization for the agent token.
-	forwardedAuthHeader = "X-Berth-Forwarded-Authorization"
-	previewAuthPath     = "/__berth/auth"
-	previewTokenPrefix  = "bpv_"
+	previewAuthPath    = "/__berth/auth"
+	previewTokenPrefix = "bpv_"
 
 	defaultLinkTTL = 15 * time.Minute
 	maxLinkTTL     = 7 * 24 * time.Hour
@@ -265,32 +263,20 @@ func (s *Server) proxyPort(w http.ResponseWriter, r *http.Request, sandboxID str
 		defer stop()
 		wg.Go(func() { s.keepInUse(ctx, sandboxID) })
 	}
-	rp := &httputil.ReverseProxy{
-		Rewrite: func(pr *httputil.ProxyRequest) {
-			pr.SetXForwarded()
-			out := pr.Out
-			out.URL.Scheme, out.URL.Host, out.Host = "http", "agent", "agent"
-			// path is escaped as the client sent it; keep it so.
-			u, err := url.Parse("/v1/ports/" + strconv.Itoa(port) + path)
-			if err != nil {
-				u = &url.URL{Path: "/v1/ports/" + strconv.Itoa(port) + "/"}
-			}
-			out.URL.Path, out.URL.RawPath = u.Path, u.RawPath
-			out.URL.RawQuery = r.URL.RawQuery
-			out.Header.Del(forwardedAuthHeader)
-			out.Header.Del(previewTokenHeader)
-			if a := r.Header.Get("Authorization"); preview && a != "" {
-				out.Header.Set(forwardedAuthHeader, a)
-			}
-			stripCookie(out.Header, previewCookie)
-			out.Header.Set("Authorization", "Bearer "+c.Token())
-			out.Header.Set("X-Request-Id", requestID(r))
-		},
-		Transport:     c.Transport(),
-		FlushInterval: -1,
-	}
+	// path is escaped as the client sent it; it stays so.
+	rp := c.Proxy(func(*http.Request) string { return agent.PortPath(port, path) }, func(pr *httputil.ProxyRequest) {
+		pr.SetXForwarded()
+		out := pr.Out
+		out.Header.Del(agent.ForwardedAuthHeader)
+		out.Header.Del(previewTokenHeader)
+		if a := r.Header.Get("Authorization"); preview && a != "" {
+			out.Header.Set(agent.ForwardedAuthHeader, a)
+		}
+		stripCookie(out.Header, previewCookie)
+		out.Header.Set("X-Request-Id", requestID(r))
+	})
 	if waking {
-		rp.Transport = portWaitTransport{base: c.Transport(), until: time.Now().Add(wakePortWait)}
+		rp.Transport = portWaitTransport{base: rp.Transport, until: time.Now().Add(wakePortWait)}
 	}
 	if preview && wantsHTML(r) {
 		rp.ModifyResponse = htmlForUnreachable

@@ -326,28 +326,20 @@ func (s *Server) proxyToAgent(agentPath string, bodyCap int64) http.Handler {
 		}
 		path := strings.NewReplacer("{cid}", url.PathEscape(r.PathValue("cid")),
 			"{tid}", url.PathEscape(r.PathValue("tid")), "{name}", url.PathEscape(r.PathValue("name"))).Replace(agentPath)
-		rp := &httputil.ReverseProxy{
-			Rewrite: func(pr *httputil.ProxyRequest) {
-				pr.Out.URL.Scheme, pr.Out.URL.Host, pr.Out.Host = "http", "agent", "agent"
-				pr.Out.URL.Path, pr.Out.URL.RawPath = path, ""
-				pr.Out.URL.RawQuery = r.URL.RawQuery
-				pr.Out.Header.Set("Authorization", "Bearer "+c.Token())
-				pr.Out.Header.Set("X-Request-Id", requestID(r))
-			},
-			Transport:     c.Transport(),
-			FlushInterval: -1,
-			ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
-				var tooBig *http.MaxBytesError
-				switch {
-				case errorsAs(err, &tooBig):
-					s.fail(w, r, errcode.WithReason(errcode.PayloadTooLarge, reason,
-						"request body is larger than the limit of %d bytes", tooBig.Limit))
-				case r.Context().Err() != nil:
-					// The client left; nobody reads an answer.
-				default:
-					s.fail(w, r, errcode.Wrap(errcode.Unavailable, err, "sandbox agent is not answering"))
-				}
-			},
+		rp := c.Proxy(func(*http.Request) string { return path }, func(pr *httputil.ProxyRequest) {
+			pr.Out.Header.Set("X-Request-Id", requestID(r))
+		})
+		rp.ErrorHandler = func(w http.ResponseWriter, r *http.Request, err error) {
+			var tooBig *http.MaxBytesError
+			switch {
+			case errorsAs(err, &tooBig):
+				s.fail(w, r, errcode.WithReason(errcode.PayloadTooLarge, reason,
+					"request body is larger than the limit of %d bytes", tooBig.Limit))
+			case r.Context().Err() != nil:
+				// The client left; nobody reads an answer.
+			default:
+				s.fail(w, r, errcode.Wrap(errcode.Unavailable, err, "sandbox agent is not answering"))
+			}
 		}
 		rp.ServeHTTP(w, r)
 	})

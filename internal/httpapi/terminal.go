@@ -1,9 +1,7 @@
 package httpapi
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"maps"
 	"net/http"
 	"sync"
@@ -49,20 +47,9 @@ func (s *Server) handleCreateTerminal() http.Handler {
 		}
 		maps.Copy(env, req.Env)
 		req.Env = env
-		body, err := json.Marshal(req)
+		out, err := c.CreateTerminal(r.Context(), req)
 		if err != nil {
 			s.fail(w, r, err)
-			return
-		}
-		resp, err := c.Do(r.Context(), http.MethodPost, "/v1/terminals", nil, bytes.NewReader(body))
-		if err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		defer resp.Body.Close()
-		var out apitype.Terminal
-		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
-			s.fail(w, r, errcode.Wrap(errcode.Unavailable, err, "sandbox agent answered badly"))
 			return
 		}
 		wire.Encode(w, http.StatusCreated, out)

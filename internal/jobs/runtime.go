@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"strconv"
 	"sync"
 	"time"
@@ -128,16 +127,10 @@ func (p *runtimePool) giveBack(ctx context.Context, rt *runtime, tenant string, 
 		return
 	}
 	for _, dir := range []string{"in", "out"} {
-		q := url.Values{"path": {dir}, "recursive": {"true"}}
-		resp, err := rt.agent.Do(ctx, http.MethodDelete, "/v1/files", q, nil)
-		if err != nil {
-			if !errcode.Is(err, errcode.NotFound) {
-				p.s.discard(rt)
-				return
-			}
-			continue
+		if err := rt.agent.RemoveAll(ctx, dir); err != nil && !errcode.Is(err, errcode.NotFound) {
+			p.s.discard(rt)
+			return
 		}
-		resp.Body.Close()
 	}
 	if h, err := runnerHealth(ctx, rt.agent); err != nil || h.RunnerAPI != jobspec.RunnerAPI {
 		p.s.discard(rt)
@@ -345,16 +338,7 @@ func runnerRequest(ctx context.Context, c *agent.Client, method, path string, bo
 		}
 		rd = bytes.NewReader(b)
 	}
-	req, err := http.NewRequestWithContext(ctx, method,
-		"http://agent/v1/ports/"+strconv.Itoa(jobspec.RunnerPort)+path, rd)
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Authorization", "Bearer "+c.Token())
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	return c.Transport().RoundTrip(req)
+	return c.Port(ctx, method, jobspec.RunnerPort, path, "application/json", rd)
 }
 
 func runnerHealth(ctx context.Context, c *agent.Client) (jobspec.Health, error) {

@@ -1,13 +1,13 @@
 package jobs
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"os"
 	"path"
 	"slices"
@@ -218,7 +218,7 @@ func (s *Service) attempt(ctx context.Context, j *Job, a *action, prof Profile) 
 	sandboxID := rt.sandboxID
 	// Stage the bundle's files and the inputs.
 	for name, b := range a.files {
-		if err := rt.agent.WriteFile(ctx, path.Join("in", name), b, 0o644); err != nil {
+		if err := rt.agent.WriteFile(ctx, path.Join("in", name), bytes.NewReader(b), 0o644); err != nil {
 			return nil, nil, stageFailure(ctx, err)
 		}
 	}
@@ -293,13 +293,7 @@ func (s *Service) stage(ctx context.Context, rt *runtime, in apitype.FileRef) er
 		return err
 	}
 	defer f.Close()
-	q := url.Values{"path": {path.Join("in", in.Name)}, "mode": {"644"}}
-	resp, err := rt.agent.Do(ctx, http.MethodPut, "/v1/files/content", q, f)
-	if err != nil {
-		return err
-	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	return resp.Body.Close()
+	return rt.agent.WriteFile(ctx, path.Join("in", in.Name), f, 0o644)
 }
 
 func stageFailure(ctx context.Context, err error) *failure {
@@ -329,15 +323,15 @@ func (s *Service) collect(ctx context.Context, rt *runtime, o jobspec.Output, ro
 	if err := jobspec.CheckName(o.Name); err != nil || strings.Contains(o.Name, "/") {
 		return apitype.FileRef{}, fail(errcode.Internal, "invalid_output", false, "the runner named an output %q", o.Name)
 	}
-	resp, err := rt.agent.Do(ctx, http.MethodGet, "/v1/files/content", url.Values{"path": {path.Join("out", o.Name)}}, nil)
+	body, err := rt.agent.ReadFile(ctx, path.Join("out", o.Name))
 	if err != nil {
 		if ctx.Err() != nil {
 			return apitype.FileRef{}, ctxFailure(ctx)
 		}
 		return apitype.FileRef{}, fail(errcode.Unavailable, "runtime_lost", true, "reading output %s failed: %s", o.Name, errMessage(err))
 	}
-	defer resp.Body.Close()
-	ref, err := s.blobs.Put(ctx, resp.Body, room, o.Name)
+	defer body.Close()
+	ref, err := s.blobs.Put(ctx, body, room, o.Name)
 	if errcode.Is(err, errcode.PayloadTooLarge) {
 		return apitype.FileRef{}, fail(errcode.PayloadTooLarge, "output_too_large", false,
 			"the outputs come to more than %d bytes", MaxOutputBytes)

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"errors"
@@ -358,7 +359,7 @@ func (m *Manager) build(ctx context.Context, t *Template, base *Template) (err e
 		if s.Copy != nil {
 			b, _ := base64.StdEncoding.DecodeString(s.Copy.ContentBase64)
 			fmt.Fprintf(logf, "==> step %d: copy %s (%d bytes)\n", i+1, s.Copy.Path, len(b))
-			if err := c.WriteFile(ctx, s.Copy.Path, b, s.Copy.Mode); err != nil {
+			if err := c.WriteFile(ctx, s.Copy.Path, bytes.NewReader(b), s.Copy.Mode); err != nil {
 				return fmt.Errorf("step %d: copying %s: %w", i+1, s.Copy.Path, err)
 			}
 			continue
