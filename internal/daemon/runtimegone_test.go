@@ -13,7 +13,7 @@ import (
 
 // TestRuntimeGoneKeepsSandbox: a daemon started without the runtime a
 // sandbox runs on (runsc not found) neither marks it lost nor deletes it
-// while its processes run: a delete is refused with runtime_unavailable and
+// while its processes run: a delete is refused with runtime_gone and
 // changes nothing. The control: a daemon with the runtime back adopts it,
 // runs a command in it, and deletes it.
 func TestRuntimeGoneKeepsSandbox(t *testing.T) {
@@ -38,14 +38,14 @@ func TestRuntimeGoneKeepsSandbox(t *testing.T) {
 
 	d2 := testenv.StartDaemonProcess(t, dataDir, "--runsc", "/nonexistent/runsc")
 	err = d2.Client.DeleteSandbox(ctx, sb.ID)
-	if errcode.ReasonOf(err) != "runtime_unavailable" {
-		t.Fatalf("delete of a sandbox whose runtime is gone = %v, want runtime_unavailable", err)
+	if errcode.ReasonOf(err) != "runtime_gone" {
+		t.Fatalf("delete of a sandbox whose runtime is gone = %v, want runtime_gone", err)
 	}
 	if got, err := d2.Client.GetSandbox(ctx, sb.ID); err != nil || got.State != apitype.StateRunning {
 		t.Fatalf("after the refused delete: %+v, %v; want it still running", got, err)
 	}
-	if _, err := d2.Client.Run(ctx, sb.ID, apitype.CreateCommandRequest{Command: "true"}); errcode.ReasonOf(err) != "runtime_unavailable" {
-		t.Errorf("command in it = %v, want runtime_unavailable", err)
+	if _, err := d2.Client.Run(ctx, sb.ID, apitype.CreateCommandRequest{Command: "true"}); errcode.ReasonOf(err) != "runtime_gone" {
+		t.Errorf("command in it = %v, want runtime_gone", err)
 	}
 	if err := d2.Stop(t); err != nil {
 		t.Fatal(err)

@@ -302,7 +302,7 @@ func (m *Manager) BuildTemplate(ctx context.Context, req apitype.BuildTemplateRe
 	}
 	rt, ok := m.runtimes["container"]
 	if !ok || rt.Available() != nil {
-		return nil, errcode.WithReason(errcode.Unavailable, "runtime_unavailable",
+		return nil, errcode.WithReason(errcode.Unimplemented, "runtime_unavailable",
 			"template builds run in the container runtime, which is not available here; see berth doctor")
 	}
 	base, err := m.readyTemplate(ctx, req.From)
