@@ -89,7 +89,7 @@ func serveRunner(ctx context.Context, r *runner.Runner, listen string, log *slog
 	if err := srv.Shutdown(shutCtx); err != nil {
 		_ = srv.Close()
 	}
-	if err := r.Close(); err != nil && runErr == nil {
+	if err := r.Stop(context.Background()); err != nil && runErr == nil {
 		runErr = err
 	}
 	if errors.Is(runErr, http.ErrServerClosed) {

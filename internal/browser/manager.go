@@ -81,6 +81,10 @@ type Manager struct {
 	// shared browser so that a context-mode session opens without waiting
 	// for Chromium to make one.
 	spares chan spare
+
+	// stop ends what Start began; done is closed when it has ended.
+	stop context.CancelFunc
+	done chan struct{}
 }
 
 // spare is a ready page in a browser context of its own.
@@ -98,7 +102,7 @@ type sharedBrowser struct {
 }
 
 // NewManager returns a Manager. It starts no browser until needed (or
-// Run's warm-up).
+// Start's warm-up).
 func NewManager(cfg Config) *Manager {
 	if cfg.Chromium == "" {
 		cfg.Chromium = FindChromium()
@@ -343,19 +347,38 @@ func (m *Manager) Close(id string) error {
 	return nil
 }
 
-// Sweep kills the browsers a previous daemon left on profiles under the
-// data directory. Call it before anything can open a session: it would
-// kill that session's browser too.
-func (m *Manager) Sweep() {
+// Start kills the browsers a previous daemon left on profiles under the
+// data directory (before any session can open: it would kill that
+// session's browser too), then expires idle sessions until Stop. It warms
+// the shared browser in the background, so the first session opens fast.
+func (m *Manager) Start(context.Context) error {
 	if n := SweepOrphans(m.cfg.DataDir); n > 0 {
 		m.log.Info("killed browsers a previous daemon left", "processes", n)
 	}
+	ctx, stop := context.WithCancel(context.Background())
+	m.stop, m.done = stop, make(chan struct{})
+	go func() {
+		defer close(m.done)
+		m.run(ctx)
+	}()
+	return nil
 }
 
-// Run expires sessions until ctx ends, then closes them all and stops the
-// shared browser. It warms the shared browser first, so the first session
-// opens fast.
-func (m *Manager) Run(ctx context.Context) error {
+// Stop closes every session, stops the shared browser and waits for the
+// background work. It is safe without Start.
+func (m *Manager) Stop(context.Context) error {
+	if m.stop == nil {
+		m.shutdown()
+		return nil
+	}
+	m.stop()
+	<-m.done
+	return nil
+}
+
+// run warms the shared browser, then expires sessions until ctx ends,
+// then closes them all and stops the shared browser.
+func (m *Manager) run(ctx context.Context) {
 	if m.Available() == nil {
 		if _, err := m.sharedContext(); err != nil {
 			m.log.Error("warming the shared browser", "err", err)
@@ -372,7 +395,7 @@ func (m *Manager) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			wg.Wait()
 			m.shutdown()
-			return nil
+			return
 		case <-t.C:
 			m.expire()
 		}

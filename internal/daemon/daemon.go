@@ -18,7 +18,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -190,10 +189,6 @@ func Run(ctx context.Context, cfg Config) error {
 		DefaultTimeout: cfg.DefaultTimeout, MaxTimeout: cfg.MaxTimeout, Logger: log,
 		Pools: cfg.WarmPools, UIDRegistry: cfg.UIDRegistry,
 	}, db, rts...)
-	defer mgr.Close()
-	if err := mgr.Recover(ctx); err != nil {
-		return fmt.Errorf("recovering sandboxes: %w", err)
-	}
 
 	previewSecret, err := loadSecret(filepath.Join(dataDir, PreviewKeyFile))
 	if err != nil {
@@ -203,7 +198,6 @@ func Run(ctx context.Context, cfg Config) error {
 		Chromium: cfg.Chromium, DataDir: filepath.Join(dataDir, "browser"),
 		MaxSessions: cfg.MaxBrowserSessions, IdleTimeout: cfg.BrowserIdleTimeout, Logger: log,
 	})
-	browsers.Sweep() // before the API serves: no session exists yet
 	if err := browsers.Available(); err != nil {
 		log.Info("browser sessions unavailable", "why", err.Error())
 	} else {
@@ -228,24 +222,6 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	if err := jobSvc.Start(ctx); err != nil {
-		return err
-	}
-	// Jobs stop before pools drain: their runtime pools must not start
-	// sandboxes the drain would miss.
-	stopJobs := sync.OnceFunc(func() {
-		stopCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		jobSvc.Stop(stopCtx)
-	})
-	defer stopJobs()
-	for _, h := range jobSvc.Actions() {
-		if h.Available {
-			log.Info("action available", "action", h.Name, "version", h.Version)
-		} else {
-			log.Info("action unavailable", "action", h.Name, "reason", h.Reason, "why", h.Message)
-		}
-	}
 	api := httpapi.New(httpapi.Config{
 		Version: cfg.Version, DataDir: dataDir, MaxUpload: mgr.Config().MaxUpload,
 		Logger: log, Sandboxes: mgr, Browsers: browsers, Jobs: jobSvc, Keys: keys, DB: db,
@@ -263,11 +239,50 @@ func Run(ctx context.Context, cfg Config) error {
 		BaseContext:       func(net.Listener) context.Context { return ctx },
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
 	}
+	served := make(chan error, 1) // what Serve returned: a failure, or ErrServerClosed after stop
+	serve := part{name: "api", stopTimeout: 10 * time.Second,
+		start: func(context.Context) error {
+			go func() { served <- srv.Serve(ln) }()
+			return nil
+		},
+		stop: func(ctx context.Context) error {
+			err := srv.Shutdown(ctx)
+			if err != nil {
+				err = errors.Join(err, srv.Close())
+			}
+			if serr := <-served; !errors.Is(serr, http.ErrServerClosed) {
+				err = errors.Join(err, serr)
+			}
+			return err
+		},
+	}
+
+	// Each part starts once the one before is ready and stops in reverse
+	// order: the API stops taking requests first, jobs stop before the
+	// sandbox manager drains its pools (their runtime pools must not start
+	// sandboxes the drain would miss), and the manager, which recovered
+	// the sandboxes before anything could use them, stops last.
+	ps := &parts{log: log}
+	if err := ps.start(ctx,
+		part{name: "sandboxes", start: mgr.Start, stop: mgr.Stop, stopTimeout: time.Minute},
+		part{name: "browsers", start: browsers.Start, stop: browsers.Stop, stopTimeout: 30 * time.Second},
+		part{name: "jobs", start: jobSvc.Start, stop: jobSvc.Stop, stopTimeout: 30 * time.Second},
+		serve,
+	); err != nil {
+		ln.Close()
+		return err
+	}
+	for _, h := range jobSvc.Actions() {
+		if h.Available {
+			log.Info("action available", "action", h.Name, "version", h.Version)
+		} else {
+			log.Info("action unavailable", "action", h.Name, "reason", h.Reason, "why", h.Message)
+		}
+	}
 	addr := ln.Addr().String()
 	info := Info{PID: os.Getpid(), Addr: addr, URL: "http://" + addr, Version: cfg.Version}
 	if err := writeJSON(filepath.Join(dataDir, InfoFile), info); err != nil {
-		ln.Close()
-		return err
+		return errors.Join(err, ps.stop())
 	}
 	defer os.Remove(filepath.Join(dataDir, InfoFile))
 	log.Info("berth serving", "addr", addr, "data", dataDir, "version", cfg.Version)
@@ -275,38 +290,15 @@ func Run(ctx context.Context, cfg Config) error {
 		cfg.Ready(addr)
 	}
 
-	runCtx, stopRun := context.WithCancel(ctx)
-	defer stopRun()
-	watched := make(chan struct{})
-	go func() { defer close(watched); _ = mgr.Run(runCtx) }()
-	browsersDone := make(chan struct{})
-	go func() { defer close(browsersDone); _ = browsers.Run(runCtx) }()
-	defer func() {
-		stopRun()
-		<-watched
-		<-browsersDone
-		stopJobs()
-		// Pooled sandboxes are not anyone's: a stopped daemon leaves none.
-		drainCtx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		mgr.DrainPools(drainCtx)
-	}()
-
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	var runErr error
 	select {
-	case err := <-errc:
-		return err
+	case err := <-served:
+		runErr = fmt.Errorf("serving the API: %w", err)
+		served <- err // for the api part's stop
 	case <-ctx.Done():
+		log.Info("shutting down")
 	}
-	log.Info("shutting down")
-	shutCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(shutCtx); err != nil {
-		srv.Close()
-	}
-	<-errc
-	return nil
+	return errors.Join(runErr, ps.stop())
 }
 
 // lockDataDir takes an exclusive lock on the data directory for what (a

@@ -233,17 +233,21 @@ func (s *Service) Start(ctx context.Context) error {
 
 // Stop stops the consumer (cancelling work in flight: it is requeued at
 // the next start), the pools and the sweeper, and deletes the runtimes.
-func (s *Service) Stop(ctx context.Context) {
+func (s *Service) Stop(ctx context.Context) error {
 	s.mu.Lock()
 	s.started = false
 	s.mu.Unlock()
+	var err error
 	if s.river != nil && s.cfg.Workers {
-		_ = s.river.StopAndCancel(ctx)
+		if err = s.river.StopAndCancel(ctx); err != nil {
+			err = fmt.Errorf("stopping the job queue: %w", err)
+		}
 	}
 	if s.stop != nil {
 		s.stop()
 	}
 	s.wg.Wait()
+	return err
 }
 
 // quietLogger passes River's warnings and errors, not its chatter.

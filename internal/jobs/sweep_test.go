@@ -30,7 +30,7 @@ func TestSweep(t *testing.T) {
 	defer db.Close()
 	mgr := sandbox.NewManager(sandbox.Config{DataDir: dir, AgentBinary: testenv.Binary(t), DefaultRuntime: "process"},
 		db, runtimes.Process{})
-	defer mgr.Close()
+	defer func() { _ = mgr.Stop(context.Background()) }()
 	// Finished jobs are kept a millisecond, unfinished ones forever.
 	svc, err := jobs.New(jobs.Config{DataDir: dir, Runtime: "none", Retention: time.Millisecond}, db, nil, mgr)
 	if err != nil {

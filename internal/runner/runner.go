@@ -131,12 +131,12 @@ func findCommand(names ...string) string {
 // Start gets the profile's program ready: Chromium with a blank tab, or a
 // warm LibreOffice user profile. It returns when that is done, or when ctx
 // ends; /healthz answers 503 until then. What Start starts lives until
-// Close, not until ctx ends.
+// Stop, not until ctx ends.
 func (r *Runner) Start(ctx context.Context) error {
 	r.mu.Lock()
 	if r.closed || r.started {
 		r.mu.Unlock()
-		return errors.New("runner: Start called twice or after Close")
+		return errors.New("runner: Start called twice or after Stop")
 	}
 	r.started = true
 	r.mu.Unlock()
@@ -151,7 +151,7 @@ func (r *Runner) Start(ctx context.Context) error {
 		defer r.mu.Unlock()
 		if r.closed {
 			c.close()
-			return errors.New("runner: closed while starting")
+			return errors.New("runner: stopped while starting")
 		}
 		r.chrome, r.version, r.ready = c, c.version, true
 		r.log.InfoContext(ctx, "runner ready", "profile", r.cfg.Profile, "chromium", c.version, "pid", c.pid,
@@ -165,7 +165,7 @@ func (r *Runner) Start(ctx context.Context) error {
 		defer r.mu.Unlock()
 		if r.closed {
 			o.close()
-			return errors.New("runner: closed while starting")
+			return errors.New("runner: stopped while starting")
 		}
 		r.office, r.ready = o, true
 		r.log.InfoContext(ctx, "runner ready", "profile", r.cfg.Profile, "soffice", r.cfg.Soffice,
@@ -174,9 +174,9 @@ func (r *Runner) Start(ctx context.Context) error {
 	return nil
 }
 
-// Close ends Chromium or any LibreOffice conversion, and waits for their
+// Stop ends Chromium or any LibreOffice conversion, and waits for their
 // processes. A job in progress fails.
-func (r *Runner) Close() error {
+func (r *Runner) Stop(context.Context) error {
 	r.mu.Lock()
 	r.closed, r.ready = true, false
 	c, o := r.chrome, r.office

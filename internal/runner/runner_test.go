@@ -88,7 +88,7 @@ func (f *fixture) closeAndCheck() {
 		dirs = append(dirs, o.dir)
 	}
 	f.r.mu.Unlock()
-	if err := f.r.Close(); err != nil {
+	if err := f.r.Stop(context.Background()); err != nil {
 		t.Errorf("Close: %v", err)
 	}
 	for _, pid := range pids {
@@ -101,7 +101,7 @@ func (f *fixture) closeAndCheck() {
 			t.Errorf("processes %v on %s outlived Close", ps, d)
 		}
 		if _, err := os.Stat(d); !os.IsNotExist(err) {
-			t.Errorf("office directory %s is still there after Close (%v)", d, err)
+			t.Errorf("office directory %s is still there after Stop (%v)", d, err)
 		}
 	}
 }
@@ -759,7 +759,7 @@ func TestHealth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { r.Close() })
+	t.Cleanup(func() { _ = r.Stop(context.Background()) })
 	srv := httptest.NewServer(r.Handler())
 	defer srv.Close()
 	health := func() (int, jobspec.Health) {
@@ -808,7 +808,7 @@ func TestHealth(t *testing.T) {
 	})
 	f := &fixture{t: t, r: r, srv: srv}
 	wantFailure(t, f.post(`{"action":"html-pdf"}`), http.StatusServiceUnavailable, "browser_crashed", true)
-	r.Close()
+	_ = r.Stop(context.Background())
 	if code, _ := health(); code != http.StatusServiceUnavailable {
 		t.Errorf("healthz after Close = %d, want 503", code)
 	}

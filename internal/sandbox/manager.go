@@ -2,6 +2,8 @@ package sandbox
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"maps"
 	"slices"
@@ -67,10 +69,14 @@ type Manager struct {
 	log      *slog.Logger
 	uids     *UIDRegistry
 
-	// bg is the lifetime of background command watchers; cancelled by Close.
-	bg     context.Context
-	stopBg context.CancelFunc
-	wg     sync.WaitGroup
+	// bg is the lifetime of background work (command watchers, template
+	// builds, uid releases); cancelled by Stop. The periodic loops Start
+	// runs have one of their own, which Stop ends first.
+	bg        context.Context
+	stopBg    context.CancelFunc
+	wg        sync.WaitGroup
+	loops     sync.WaitGroup
+	stopLoops context.CancelFunc
 
 	// createMu serialises the count-then-insert of Create.
 	createMu sync.Mutex
@@ -159,18 +165,38 @@ func (m *Manager) Runtimes() []Runtime {
 	return out
 }
 
-// Close stops the background watchers and waits for them, and lets each
-// runtime release what it holds beyond its sandboxes. Sandboxes keep
-// running: a restarted daemon re-adopts them.
-func (m *Manager) Close() {
+// Start reconciles the store with reality (see reconcile), then runs the
+// background work until Stop: the agents' liveness check, idle policies,
+// warm pools and uid reconciliation. A Manager serves calls before Start
+// too, without that work.
+func (m *Manager) Start(ctx context.Context) error {
+	if err := m.reconcile(ctx); err != nil {
+		return fmt.Errorf("recovering sandboxes: %w", err)
+	}
+	loops, stop := context.WithCancel(m.bg)
+	m.stopLoops = stop
+	m.loops.Go(func() { m.run(loops) })
+	return nil
+}
+
+// Stop ends what Start began and waits for it, then deletes the unclaimed
+// warm-pool members (nobody's: a stopped daemon leaves none), ends the
+// commands' watchers, and lets each runtime release what it holds beyond
+// its sandboxes. The callers' sandboxes keep running: the next daemon
+// re-adopts them. It is safe without Start.
+func (m *Manager) Stop(ctx context.Context) error {
+	if m.stopLoops != nil {
+		m.stopLoops()
+	}
+	m.loops.Wait()
+	m.deletePooled(ctx, -1)
 	m.stopBg()
 	m.wg.Wait()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	var errs []error
 	for _, rt := range m.Runtimes() {
 		if c, ok := rt.(interface{ Close(context.Context) error }); ok {
 			if err := c.Close(ctx); err != nil {
-				m.log.ErrorContext(ctx, "closing runtime", "runtime", rt.Name(), "err", err)
+				errs = append(errs, fmt.Errorf("closing runtime %s: %w", rt.Name(), err))
 			}
 		}
 	}
@@ -179,6 +205,7 @@ func (m *Manager) Close() {
 	for _, c := range m.agents {
 		c.Close()
 	}
+	return errors.Join(errs...)
 }
 
 func (m *Manager) lock(id string) func() {
@@ -203,14 +230,15 @@ func (m *Manager) List(ctx context.Context) ([]*Sandbox, error) {
 	return m.store.ListSandboxes(ctx)
 }
 
-// agentCheckInterval is how often Run checks that live agents still run.
+// agentCheckInterval is how often run checks that live agents still run.
 const agentCheckInterval = time.Second
 
-// Run watches live sandboxes until ctx ends: one whose agent died (killed,
-// crashed, out of memory) is marked failed with reason agent_lost. It also
-// reconciles this daemon's uid leases with its store, at once and then
-// periodically (see reconcileUIDs).
-func (m *Manager) Run(ctx context.Context) error {
+// run watches live sandboxes until ctx ends: one whose agent died (killed,
+// crashed, out of memory) is marked failed with reason agent_lost. It
+// applies idle policies, keeps the warm pools filled and reconciles this
+// daemon's uid leases with its store, at once and then periodically (see
+// reconcileUIDs).
+func (m *Manager) run(ctx context.Context) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	wg.Go(func() { m.runPools(ctx) })
@@ -220,7 +248,7 @@ func (m *Manager) Run(ctx context.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
-			return nil
+			return
 		case <-t.C:
 			m.checkAgents(ctx)
 			m.reapIdle(ctx)

@@ -301,10 +301,6 @@ func (m *Manager) fillOne(ctx context.Context) bool {
 // sandbox, and reports whether there was one.
 func (m *Manager) evictPooled(ctx context.Context) bool { return m.deletePooled(ctx, 1) > 0 }
 
-// DrainPools deletes every unclaimed pool member: at shutdown, so that a
-// stopped daemon leaves only its callers' sandboxes running.
-func (m *Manager) DrainPools(ctx context.Context) { m.deletePooled(ctx, -1) }
-
 // deletePooled deletes up to n unclaimed pool members (all for n < 0) and
 // returns how many it deleted.
 func (m *Manager) deletePooled(ctx context.Context, n int) int {

@@ -16,12 +16,12 @@ import (
 // (re-adopting live agents, marking lost ones, quarantining unknown
 // directories), and the periodic check that live agents still run.
 
-// Recover reconciles the store with reality after a (re)start: it finishes
+// reconcile makes the store and reality agree after a (re)start: it finishes
 // interrupted deletes, re-adopts live sandboxes whose agent still runs,
 // marks the others failed, and moves sandbox directories the store does
 // not know into the quarantine (after stopping what runs there): it never
 // deletes data it cannot account for.
-func (m *Manager) Recover(ctx context.Context) error {
+func (m *Manager) reconcile(ctx context.Context) error {
 	if err := m.recoverTemplates(ctx); err != nil {
 		return err
 	}

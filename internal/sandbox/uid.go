@@ -374,7 +374,7 @@ func (m *Manager) reconcileUIDs(ctx context.Context) error {
 	return err
 }
 
-// runUIDReconcile reconciles the uid leases at start (after Recover, which
+// runUIDReconcile reconciles the uid leases at start (after reconcile, which
 // finished interrupted deletes), then every uidReconcileInterval until ctx
 // ends, so a release a lingering process held back happens once it is gone.
 func (m *Manager) runUIDReconcile(ctx context.Context) {
