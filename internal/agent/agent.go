@@ -387,7 +387,7 @@ func (a *Agent) lookup(r *http.Request) (*command, error) {
 	c, ok := a.cmds[id]
 	a.mu.Unlock()
 	if !ok {
-		return nil, errcode.WithReason(errcode.NotFound, "command_not_found", "command %q not found", id)
+		return nil, errcode.CommandNotFound.New("command %q not found", id)
 	}
 	return c, nil
 }

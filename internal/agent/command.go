@@ -93,8 +93,7 @@ func (a *Agent) start(req StartRequest) (*command, error) {
 		return nil, errcode.New(errcode.Unavailable, "agent is shutting down")
 	}
 	if a.running >= a.cfg.MaxCommands {
-		return nil, errcode.WithReason(errcode.ResourceExhausted, "command_limit",
-			"sandbox already runs %d commands, the maximum", a.cfg.MaxCommands)
+		return nil, errcode.CommandLimit.New("sandbox already runs %d commands, the maximum", a.cfg.MaxCommands)
 	}
 
 	c, err := a.newCommand(req, argv, cwd, timeout)
@@ -133,7 +132,7 @@ func (a *Agent) workDir(cwd string) (string, error) {
 	if fi, err := a.root.Stat(clean); err != nil {
 		return "", fileError(err, cwd)
 	} else if !fi.IsDir() {
-		return "", errcode.WithReason(errcode.Invalid, ReasonNotDirectory, "cwd %q is not a directory", cwd)
+		return "", errcode.NotDirectory.New("cwd %q is not a directory", cwd)
 	}
 	return clean, nil
 }
@@ -334,19 +333,18 @@ func (c *command) writeStdin(data []byte, eof bool) error {
 	w := c.stdin
 	c.mu.Unlock()
 	if c.isDone() {
-		return errcode.WithReason(errcode.Conflict, "command_finished", "command %s has finished", c.id)
+		return errcode.CommandFinished.New("command %s has finished", c.id)
 	}
 	if w == nil {
-		return errcode.WithReason(errcode.Conflict, "stdin_closed",
-			"standard input of %s is closed (start the command with stdin_open to write to it)", c.id)
+		return errcode.StdinClosed.New("standard input of %s is closed (start the command with stdin_open to write to it)", c.id)
 	}
 	if len(data) > 0 {
 		_ = w.SetWriteDeadline(time.Now().Add(5 * time.Second))
 		if _, err := w.Write(data); err != nil {
 			if errors.Is(err, os.ErrDeadlineExceeded) {
-				return errcode.WithReason(errcode.DeadlineExceeded, "stdin_blocked", "command is not reading its standard input")
+				return errcode.StdinBlocked.New("command is not reading its standard input")
 			}
-			return errcode.WithReason(errcode.Conflict, "stdin_closed", "writing standard input: %v", err)
+			return errcode.StdinClosed.New("writing standard input: %v", err)
 		}
 	}
 	if eof {

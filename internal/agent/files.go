@@ -32,34 +32,34 @@ func fileError(err error, p string) error {
 	case errors.As(err, &e):
 		return err
 	case errors.Is(err, errEscapes):
-		return errcode.WithReason(errcode.Invalid, ReasonPathEscapes, "path %q resolves outside the workspace", p)
+		return errcode.PathEscapesWorkspace.New("path %q resolves outside the workspace", p)
 	case errors.Is(err, errChanged):
-		return errcode.WithReason(errcode.Conflict, ReasonPathChanged, "%q kept changing while it was resolved; try again", p)
+		return errcode.PathChanged.New("%q kept changing while it was resolved; try again", p)
 	// os.Root (cleanPath's resolveBeneath) reports escapes with an
 	// unexported error; its text is the only handle.
 	case strings.Contains(err.Error(), "path escapes from parent"):
-		return errcode.WithReason(errcode.Invalid, ReasonPathEscapes, "path %q resolves outside the workspace", p)
+		return errcode.PathEscapesWorkspace.New("path %q resolves outside the workspace", p)
 	case errors.Is(err, fs.ErrNotExist):
-		return errcode.WithReason(errcode.NotFound, "file_not_found", "%q does not exist", p)
+		return errcode.FileNotFound.New("%q does not exist", p)
 	// Before fs.ErrExist, which ENOTEMPTY also matches.
 	case errors.Is(err, syscall.ENOTEMPTY):
-		return errcode.WithReason(errcode.Conflict, ReasonNotEmpty, "directory %q is not empty (use recursive=true)", p)
+		return errcode.DirectoryNotEmpty.New("directory %q is not empty (use recursive=true)", p)
 	case errors.Is(err, fs.ErrExist):
-		return errcode.WithReason(errcode.Conflict, ReasonExists, "%q already exists", p)
+		return errcode.FileExists.New("%q already exists", p)
 	case errors.Is(err, syscall.ENOTDIR):
-		return errcode.WithReason(errcode.Invalid, ReasonNotDirectory, "a parent of %q is not a directory", p)
+		return errcode.NotDirectory.New("a parent of %q is not a directory", p)
 	case errors.Is(err, syscall.EISDIR):
-		return errcode.WithReason(errcode.Invalid, ReasonIsDirectory, "%q is a directory", p)
+		return errcode.IsDirectory.New("%q is a directory", p)
 	case errors.Is(err, syscall.ELOOP):
-		return errcode.WithReason(errcode.Invalid, ReasonIsSymlink, "%q is a symbolic link loop or not allowed", p)
+		return errcode.PathIsSymlink.New("%q is a symbolic link loop or not allowed", p)
 	case errors.Is(err, syscall.ENAMETOOLONG):
-		return errcode.WithReason(errcode.Invalid, ReasonPathTooLong, "path %q is too long", p)
+		return errcode.PathTooLong.New("path %q is too long", p)
 	case errors.Is(err, syscall.ENXIO), errors.Is(err, syscall.ENODEV):
-		return errcode.WithReason(errcode.Invalid, ReasonNotRegular, "%q is not a regular file", p)
+		return errcode.NotRegularFile.New("%q is not a regular file", p)
 	case errors.Is(err, fs.ErrPermission):
-		return errcode.WithReason(errcode.PermissionDenied, "file_permission", "permission denied on %q", p)
+		return errcode.FilePermission.New("permission denied on %q", p)
 	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
-		return errcode.WithReason(errcode.ResourceExhausted, "disk_full", "no space left in the workspace")
+		return errcode.DiskFull.New("no space left in the workspace")
 	}
 	return err
 }
@@ -116,7 +116,7 @@ func (a *Agent) handleListFiles(w http.ResponseWriter, r *http.Request) {
 	if s := r.URL.Query().Get("limit"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n <= 0 {
-			a.fail(w, r, errcode.WithReason(errcode.Invalid, "query_invalid", "limit must be a positive integer"))
+			a.fail(w, r, errcode.QueryInvalid.New("limit must be a positive integer"))
 			return
 		}
 		limit = min(n, MaxListLimit)
@@ -133,7 +133,7 @@ func (a *Agent) handleListFiles(w http.ResponseWriter, r *http.Request) {
 	// reaches its driver.
 	d, err := ws.openDir(p)
 	if errors.Is(err, syscall.ENOTDIR) {
-		err = errcode.WithReason(errcode.Invalid, ReasonNotDirectory, "%q is not a directory", raw)
+		err = errcode.NotDirectory.New("%q is not a directory", raw)
 	}
 	if err != nil {
 		a.fail(w, r, fileError(err, raw))
@@ -223,9 +223,9 @@ func openRegularAt(d *dir, name, raw string) (*os.File, fs.FileInfo, error) {
 	case fi.Mode()&fs.ModeSymlink != 0:
 		return nil, nil, errIsLink
 	case fi.IsDir():
-		return nil, nil, errcode.WithReason(errcode.Invalid, ReasonIsDirectory, "%q is a directory", raw)
+		return nil, nil, errcode.IsDirectory.New("%q is a directory", raw)
 	case !fi.Mode().IsRegular():
-		return nil, nil, errcode.WithReason(errcode.Invalid, ReasonNotRegular, "%q is not a regular file", raw)
+		return nil, nil, errcode.NotRegularFile.New("%q is not a regular file", raw)
 	}
 	f, err := d.openRead(name)
 	if errors.Is(err, syscall.ELOOP) {
@@ -236,7 +236,7 @@ func openRegularAt(d *dir, name, raw string) (*os.File, fs.FileInfo, error) {
 	}
 	if fi, err = f.Stat(); err != nil || !fi.Mode().IsRegular() {
 		f.Close()
-		return nil, nil, errcode.WithReason(errcode.Invalid, ReasonNotRegular, "%q is not a regular file", raw)
+		return nil, nil, errcode.NotRegularFile.New("%q is not a regular file", raw)
 	}
 	return f, fi, nil
 }
@@ -260,8 +260,7 @@ func (a *Agent) handleReadFile(w http.ResponseWriter, r *http.Request) {
 	}
 	defer f.Close()
 	if fi.Size() > a.cfg.MaxDownload {
-		a.fail(w, r, errcode.WithReason(errcode.PayloadTooLarge, ReasonFileTooLarge,
-			"%q is %d bytes, more than the download limit of %d", raw, fi.Size(), a.cfg.MaxDownload))
+		a.fail(w, r, errcode.FileTooLarge.New("%q is %d bytes, more than the download limit of %d", raw, fi.Size(), a.cfg.MaxDownload))
 		return
 	}
 	w.Header().Set("Content-Type", "application/octet-stream")
@@ -285,21 +284,20 @@ func (a *Agent) handleWriteFile(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if p == "." {
-		a.fail(w, r, errcode.WithReason(errcode.Invalid, ReasonWorkspaceOp, "cannot write the workspace itself"))
+		a.fail(w, r, errcode.WorkspaceRoot.New("cannot write the workspace itself"))
 		return
 	}
 	mode := fs.FileMode(0o644)
 	if s := r.URL.Query().Get("mode"); s != "" {
 		m, err := strconv.ParseUint(s, 8, 32)
 		if err != nil || m > 0o7777 {
-			a.fail(w, r, errcode.WithReason(errcode.Invalid, "query_invalid", "mode must be octal permission bits, like 644"))
+			a.fail(w, r, errcode.QueryInvalid.New("mode must be octal permission bits, like 644"))
 			return
 		}
 		mode = fs.FileMode(m) & fs.ModePerm // never setuid, setgid or sticky
 	}
 	if r.ContentLength > a.cfg.MaxUpload {
-		a.fail(w, r, errcode.WithReason(errcode.PayloadTooLarge, ReasonFileTooLarge,
-			"upload is %d bytes, more than the limit of %d", r.ContentLength, a.cfg.MaxUpload))
+		a.fail(w, r, errcode.FileTooLarge.New("upload is %d bytes, more than the limit of %d", r.ContentLength, a.cfg.MaxUpload))
 		return
 	}
 	ws, err := a.workspace()
@@ -349,7 +347,7 @@ func (a *Agent) handleWriteFile(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, body)
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			err = errcode.WithReason(errcode.PayloadTooLarge, ReasonFileTooLarge, "upload is larger than the limit of %d bytes", a.cfg.MaxUpload)
+			err = errcode.FileTooLarge.New("upload is larger than the limit of %d bytes", a.cfg.MaxUpload)
 		}
 		a.fail(w, r, fileError(err, raw))
 		return
@@ -377,11 +375,11 @@ func writableAt(ws *wsRoot, d *dir, name, raw, p string) error {
 		} else if errors.Is(lerr, errEscapes) {
 			return fileError(lerr, raw)
 		}
-		return errcode.WithReason(errcode.Invalid, ReasonIsSymlink, "%q is a symbolic link; write to its target instead", raw)
+		return errcode.PathIsSymlink.New("%q is a symbolic link; write to its target instead", raw)
 	case fi.IsDir():
-		return errcode.WithReason(errcode.Invalid, ReasonIsDirectory, "%q is a directory", raw)
+		return errcode.IsDirectory.New("%q is a directory", raw)
 	case !fi.Mode().IsRegular():
-		return errcode.WithReason(errcode.Invalid, ReasonNotRegular, "%q is not a regular file", raw)
+		return errcode.NotRegularFile.New("%q is not a regular file", raw)
 	}
 	return nil
 }
@@ -405,7 +403,7 @@ func (a *Agent) handleMkdir(w http.ResponseWriter, r *http.Request) {
 	defer ws.Close()
 	d, err := ws.mkdirAll(p, 0o755)
 	if errors.Is(err, syscall.ENOTDIR) && existsNotDir(ws, p) {
-		err = errcode.WithReason(errcode.Conflict, ReasonExists, "%q already exists and is not a directory", req.Path)
+		err = errcode.FileExists.New("%q already exists and is not a directory", req.Path)
 	}
 	if err != nil {
 		a.fail(w, r, fileError(err, req.Path))
@@ -451,13 +449,13 @@ func (a *Agent) handleMove(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if from == "." || to == "." {
-		a.fail(w, r, errcode.WithReason(errcode.Invalid, ReasonWorkspaceOp, "cannot move the workspace itself"))
+		a.fail(w, r, errcode.WorkspaceRoot.New("cannot move the workspace itself"))
 		return
 	}
 	// rename(2) would refuse with EINVAL; refusing first also keeps
 	// mkdirAll below from creating directories inside the source.
 	if strings.HasPrefix(to, from+"/") {
-		a.fail(w, r, errcode.WithReason(errcode.Invalid, ReasonPathInvalid, "cannot move %q into itself", req.From))
+		a.fail(w, r, errcode.PathInvalid.New("cannot move %q into itself", req.From))
 		return
 	}
 	ws, err := a.workspace()
@@ -487,16 +485,16 @@ func (a *Agent) handleMove(w http.ResponseWriter, r *http.Request) {
 	tfi, err := td.lstat(toName)
 	switch {
 	case err == nil && !req.Overwrite:
-		a.fail(w, r, errcode.WithReason(errcode.Conflict, ReasonExists, "%q already exists (set overwrite to replace it)", req.To))
+		a.fail(w, r, errcode.FileExists.New("%q already exists (set overwrite to replace it)", req.To))
 		return
 	case err == nil && tfi.IsDir() && !os.SameFile(tfi, ffi):
 		// As os.Rename: a directory is never replaced, even empty.
-		a.fail(w, r, errcode.WithReason(errcode.Conflict, ReasonExists, "%q is an existing directory", req.To))
+		a.fail(w, r, errcode.FileExists.New("%q is an existing directory", req.To))
 		return
 	}
 	if err := rename(fd, fromName, td, toName, !req.Overwrite); err != nil {
 		if errors.Is(err, syscall.EINVAL) { // into itself, through a symbolic link
-			err = errcode.WithReason(errcode.Invalid, ReasonPathInvalid, "cannot move %q into itself", req.From)
+			err = errcode.PathInvalid.New("cannot move %q into itself", req.From)
 		}
 		a.fail(w, r, fileError(err, req.To))
 		return
@@ -511,7 +509,7 @@ func (a *Agent) handleRemove(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if p == "." {
-		a.fail(w, r, errcode.WithReason(errcode.Invalid, ReasonWorkspaceOp, "cannot remove the workspace itself"))
+		a.fail(w, r, errcode.WorkspaceRoot.New("cannot remove the workspace itself"))
 		return
 	}
 	ws, err := a.workspace()

@@ -106,7 +106,7 @@ func ParseOutputQuery(r *http.Request) (wait time.Duration, q outputQuery, err e
 		}
 		n, err := strconv.ParseInt(s, 10, 64)
 		if err != nil || n < 0 {
-			return 0, errcode.WithReason(errcode.Invalid, "query_invalid", "%s must be a non-negative integer", name)
+			return 0, errcode.QueryInvalid.New("%s must be a non-negative integer", name)
 		}
 		return min(n, maxV), nil
 	}
@@ -128,7 +128,7 @@ func ParseOutputQuery(r *http.Request) (wait time.Duration, q outputQuery, err e
 	case "base64":
 		q.base64 = true
 	default:
-		return 0, q, errcode.WithReason(errcode.Invalid, "query_invalid", "encoding must be utf8 or base64, not %q", enc)
+		return 0, q, errcode.QueryInvalid.New("encoding must be utf8 or base64, not %q", enc)
 	}
 	return time.Duration(waitMS) * time.Millisecond, q, nil
 }
@@ -159,7 +159,7 @@ func (a *Agent) handleForget(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !c.isDone() {
-		a.fail(w, r, errcode.WithReason(errcode.Conflict, "command_running", "command %s is still running", c.id))
+		a.fail(w, r, errcode.CommandRunning.New("command %s is still running", c.id))
 		return
 	}
 	a.mu.Lock()

@@ -26,20 +26,7 @@ const (
 const WorkspacePrefix = "/workspace"
 
 // Reasons for rejected paths.
-const (
-	ReasonPathEscapes  = "path_escapes_workspace"
-	ReasonPathInvalid  = "path_invalid"
-	ReasonPathTooLong  = "path_too_long"
-	ReasonNotRegular   = "not_regular_file"
-	ReasonNotDirectory = "not_directory"
-	ReasonIsDirectory  = "is_directory"
-	ReasonIsSymlink    = "path_is_symlink"
-	ReasonFileTooLarge = "file_too_large"
-	ReasonExists       = "file_exists"
-	ReasonNotEmpty     = "directory_not_empty"
-	ReasonWorkspaceOp  = "workspace_root"
-	ReasonPathChanged  = "path_changed"
-)
+const ()
 
 // errEscapes is a path that resolves outside the workspace: ".." above it,
 // or an absolute symbolic link.
@@ -64,34 +51,33 @@ var errIsLink = errors.New("is a symbolic link")
 // resolve_linux.go), which also refuses symbolic links that lead out.
 func CleanPath(p string) (string, error) {
 	if p == "" {
-		return "", errcode.WithReason(errcode.Invalid, ReasonPathInvalid, "path is empty")
+		return "", errcode.PathInvalid.New("path is empty")
 	}
 	if len(p) > MaxPathBytes {
-		return "", errcode.WithReason(errcode.Invalid, ReasonPathTooLong, "path is longer than %d bytes", MaxPathBytes)
+		return "", errcode.PathTooLong.New("path is longer than %d bytes", MaxPathBytes)
 	}
 	if !utf8.ValidString(p) {
-		return "", errcode.WithReason(errcode.Invalid, ReasonPathInvalid, "path is not valid UTF-8")
+		return "", errcode.PathInvalid.New("path is not valid UTF-8")
 	}
 	for _, r := range p {
 		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
-			return "", errcode.WithReason(errcode.Invalid, ReasonPathInvalid, "path contains a control character (%U)", r)
+			return "", errcode.PathInvalid.New("path contains a control character (%U)", r)
 		}
 	}
 	if strings.HasPrefix(p, "/") {
 		rest, ok := strings.CutPrefix(path.Clean(p), WorkspacePrefix)
 		if !ok || (rest != "" && rest[0] != '/') {
-			return "", errcode.WithReason(errcode.Invalid, ReasonPathEscapes,
-				"absolute path %q is outside %s; use a path relative to the workspace", p, WorkspacePrefix)
+			return "", errcode.PathEscapesWorkspace.New("absolute path %q is outside %s; use a path relative to the workspace", p, WorkspacePrefix)
 		}
 		p = "." + rest
 	}
 	clean := path.Clean(p)
 	if clean == ".." || strings.HasPrefix(clean, "../") {
-		return "", errcode.WithReason(errcode.Invalid, ReasonPathEscapes, "path %q escapes the workspace", p)
+		return "", errcode.PathEscapesWorkspace.New("path %q escapes the workspace", p)
 	}
 	for c := range strings.SplitSeq(clean, "/") {
 		if len(c) > MaxComponentBytes {
-			return "", errcode.WithReason(errcode.Invalid, ReasonPathTooLong, "a path component is longer than %d bytes", MaxComponentBytes)
+			return "", errcode.PathTooLong.New("a path component is longer than %d bytes", MaxComponentBytes)
 		}
 	}
 	return clean, nil
@@ -140,7 +126,7 @@ const maxRetries = 8
 // workspace, is an escape. The result has no links but maybe its last
 // component (when !follow).
 func (a *Agent) resolveBeneath(raw, clean string, follow bool) (string, error) {
-	escape := errcode.WithReason(errcode.Invalid, ReasonPathEscapes, "path %q resolves outside the workspace", raw)
+	escape := errcode.PathEscapesWorkspace.New("path %q resolves outside the workspace", raw)
 	var done []string
 	todo := strings.Split(clean, "/")
 	for hops := 0; len(todo) > 0; {
@@ -167,7 +153,7 @@ func (a *Agent) resolveBeneath(raw, clean string, follow bool) (string, error) {
 			continue
 		}
 		if hops++; hops > maxSymlinkHops {
-			return "", errcode.WithReason(errcode.Invalid, ReasonIsSymlink, "path %q has too many levels of symbolic links", raw)
+			return "", errcode.PathIsSymlink.New("path %q has too many levels of symbolic links", raw)
 		}
 		target, err := a.root.Readlink(cand)
 		if errors.Is(err, syscall.EINVAL) {

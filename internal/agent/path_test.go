@@ -43,37 +43,37 @@ func TestCleanPath(t *testing.T) {
 		{"max path", strings.Repeat("a/", MaxPathBytes/2-1) + "bb", strings.Repeat("a/", MaxPathBytes/2-1) + "bb", ""},
 		{"long component removed by dotdot", long(300) + "/../a", "a", ""},
 
-		{"empty", "", "", ReasonPathInvalid},
-		{"NUL", "a\x00b", "", ReasonPathInvalid},
-		{"NUL escape", "a\x00/../../etc", "", ReasonPathInvalid},
-		{"newline", "a\nb", "", ReasonPathInvalid},
-		{"carriage return", "a\rb", "", ReasonPathInvalid},
-		{"tab", "a\tb", "", ReasonPathInvalid},
-		{"escape", "\x1b[31m", "", ReasonPathInvalid},
-		{"DEL", "a\x7f", "", ReasonPathInvalid},
-		{"C1 NEL", "a\u0085b", "", ReasonPathInvalid},
-		{"C1 last", "\u009f", "", ReasonPathInvalid},
-		{"invalid UTF-8", "a\xffb", "", ReasonPathInvalid},
-		{"truncated UTF-8", "a\xc3", "", ReasonPathInvalid},
-		{"overlong UTF-8 slash", "a\xc0\xafb", "", ReasonPathInvalid},
-		{"dotdot", "..", "", ReasonPathEscapes},
-		{"dotdot slash", "../", "", ReasonPathEscapes},
-		{"dot dotdot", "./..", "", ReasonPathEscapes},
-		{"climb", "../../../etc/passwd", "", ReasonPathEscapes},
-		{"climb after descent", "a/../../x", "", ReasonPathEscapes},
-		{"absolute host", "/etc/passwd", "", ReasonPathEscapes},
-		{"absolute root", "/", "", ReasonPathEscapes},
-		{"absolute double slash root", "//", "", ReasonPathEscapes},
-		{"absolute prefix lookalike", "/workspacefoo/x", "", ReasonPathEscapes},
-		{"absolute shorter prefix", "/work", "", ReasonPathEscapes},
-		{"absolute leaves workspace", "/workspace/../etc/passwd", "", ReasonPathEscapes},
-		{"absolute cleaned escape", "/workspace/a/../../etc", "", ReasonPathEscapes},
-		{"path too long", long(MaxPathBytes + 1), "", ReasonPathTooLong},
-		{"5000 bytes", strings.Repeat("abcd/", 1000), "", ReasonPathTooLong},
-		{"10k deep", strings.Repeat("a/", 10000), "", ReasonPathTooLong},
-		{"component too long", long(MaxComponentBytes + 1), "", ReasonPathTooLong},
-		{"300 byte component", "a/" + long(300) + "/b", "", ReasonPathTooLong},
-		{"long component in workspace path", "/workspace/" + long(300), "", ReasonPathTooLong},
+		{"empty", "", "", errcode.PathInvalid.String()},
+		{"NUL", "a\x00b", "", errcode.PathInvalid.String()},
+		{"NUL escape", "a\x00/../../etc", "", errcode.PathInvalid.String()},
+		{"newline", "a\nb", "", errcode.PathInvalid.String()},
+		{"carriage return", "a\rb", "", errcode.PathInvalid.String()},
+		{"tab", "a\tb", "", errcode.PathInvalid.String()},
+		{"escape", "\x1b[31m", "", errcode.PathInvalid.String()},
+		{"DEL", "a\x7f", "", errcode.PathInvalid.String()},
+		{"C1 NEL", "a\u0085b", "", errcode.PathInvalid.String()},
+		{"C1 last", "\u009f", "", errcode.PathInvalid.String()},
+		{"invalid UTF-8", "a\xffb", "", errcode.PathInvalid.String()},
+		{"truncated UTF-8", "a\xc3", "", errcode.PathInvalid.String()},
+		{"overlong UTF-8 slash", "a\xc0\xafb", "", errcode.PathInvalid.String()},
+		{"dotdot", "..", "", errcode.PathEscapesWorkspace.String()},
+		{"dotdot slash", "../", "", errcode.PathEscapesWorkspace.String()},
+		{"dot dotdot", "./..", "", errcode.PathEscapesWorkspace.String()},
+		{"climb", "../../../etc/passwd", "", errcode.PathEscapesWorkspace.String()},
+		{"climb after descent", "a/../../x", "", errcode.PathEscapesWorkspace.String()},
+		{"absolute host", "/etc/passwd", "", errcode.PathEscapesWorkspace.String()},
+		{"absolute root", "/", "", errcode.PathEscapesWorkspace.String()},
+		{"absolute double slash root", "//", "", errcode.PathEscapesWorkspace.String()},
+		{"absolute prefix lookalike", "/workspacefoo/x", "", errcode.PathEscapesWorkspace.String()},
+		{"absolute shorter prefix", "/work", "", errcode.PathEscapesWorkspace.String()},
+		{"absolute leaves workspace", "/workspace/../etc/passwd", "", errcode.PathEscapesWorkspace.String()},
+		{"absolute cleaned escape", "/workspace/a/../../etc", "", errcode.PathEscapesWorkspace.String()},
+		{"path too long", long(MaxPathBytes + 1), "", errcode.PathTooLong.String()},
+		{"5000 bytes", strings.Repeat("abcd/", 1000), "", errcode.PathTooLong.String()},
+		{"10k deep", strings.Repeat("a/", 10000), "", errcode.PathTooLong.String()},
+		{"component too long", long(MaxComponentBytes + 1), "", errcode.PathTooLong.String()},
+		{"300 byte component", "a/" + long(300) + "/b", "", errcode.PathTooLong.String()},
+		{"long component in workspace path", "/workspace/" + long(300), "", errcode.PathTooLong.String()},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -111,7 +111,7 @@ func FuzzCleanPath(f *testing.F) {
 			switch r := errcode.ReasonOf(err); {
 			case errcode.CodeOf(err) != errcode.Invalid:
 				t.Fatalf("CleanPath(%q) error code = %s, want %s", in, errcode.CodeOf(err), errcode.Invalid)
-			case r != ReasonPathInvalid && r != ReasonPathEscapes && r != ReasonPathTooLong:
+			case r != errcode.PathInvalid.String() && r != errcode.PathEscapesWorkspace.String() && r != errcode.PathTooLong.String():
 				t.Fatalf("CleanPath(%q) error reason = %q, want a path reason", in, r)
 			}
 			return
@@ -194,8 +194,8 @@ func TestResolveBeneath(t *testing.T) {
 	} {
 		got, err := a.cleanPath(tt.in, tt.follow)
 		switch {
-		case tt.want == "" && errcode.ReasonOf(err) != ReasonPathEscapes:
-			t.Errorf("cleanPath(%q, %v) = %q, %v; want %s", tt.in, tt.follow, got, err, ReasonPathEscapes)
+		case tt.want == "" && errcode.ReasonOf(err) != errcode.PathEscapesWorkspace.String():
+			t.Errorf("cleanPath(%q, %v) = %q, %v; want %s", tt.in, tt.follow, got, err, errcode.PathEscapesWorkspace.String())
 		case tt.want != "" && (err != nil || got != tt.want):
 			t.Errorf("cleanPath(%q, %v) = %q, %v; want %q", tt.in, tt.follow, got, err, tt.want)
 		}
@@ -208,7 +208,7 @@ func TestResolveBeneath(t *testing.T) {
 			}
 		}
 	}
-	if _, err := a.cleanPath("loop1/x", true); errcode.ReasonOf(err) != ReasonIsSymlink {
-		t.Errorf("cleanPath(loop1/x) = %v, want %s", err, ReasonIsSymlink)
+	if _, err := a.cleanPath("loop1/x", true); errcode.ReasonOf(err) != errcode.PathIsSymlink.String() {
+		t.Errorf("cleanPath(loop1/x) = %v, want %s", err, errcode.PathIsSymlink.String())
 	}
 }

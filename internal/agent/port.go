@@ -30,7 +30,7 @@ func (a *Agent) handlePort(w http.ResponseWriter, r *http.Request) {
 	portStr := r.PathValue("port")
 	port, err := strconv.Atoi(portStr)
 	if err != nil || port < 1 || port > 65535 {
-		a.fail(w, r, errcode.WithReason(errcode.Invalid, "port_invalid", "port %q must be between 1 and 65535", portStr))
+		a.fail(w, r, errcode.PortInvalid.New("port %q must be between 1 and 65535", portStr))
 		return
 	}
 	_, rest, _ := strings.Cut(r.URL.EscapedPath(), "/v1/ports/"+portStr)
@@ -39,7 +39,7 @@ func (a *Agent) handlePort(w http.ResponseWriter, r *http.Request) {
 	}
 	target, err := url.Parse(rest)
 	if err != nil {
-		a.fail(w, r, errcode.WithReason(errcode.Invalid, "path_invalid", "path %q is not valid", rest))
+		a.fail(w, r, errcode.PathInvalid.New("path %q is not valid", rest))
 		return
 	}
 	addr := net.JoinHostPort("127.0.0.1", portStr)
@@ -74,8 +74,7 @@ func (a *Agent) handlePort(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 			a.log.Debug("port proxy", "port", port, "err", err, "request_id", reqID)
-			wire.WriteError(w, r, a.log, errcode.WithReason(errcode.Unavailable, "port_unreachable",
-				"nothing answered on port %d in the sandbox; is a server running there (see its service logs)?", port), reqID)
+			wire.WriteError(w, r, a.log, errcode.PortUnreachable.New("nothing answered on port %d in the sandbox; is a server running there (see its service logs)?", port), reqID)
 		},
 	}
 	rp.ServeHTTP(w, r)

@@ -28,10 +28,8 @@ import (
 // of its processes' output across restarts.
 const DefaultServiceLogBuffer = 1 << 20
 
-// Service reasons.
+// Why a service ended, in its last_exit.reason (a state, not an error).
 const (
-	ReasonServiceNotFound = "service_not_found"
-	ReasonTooManyServices = "too_many_services"
 	// ReasonStartFailed: the process could not be started at all (command
 	// not found, cwd missing); the log says why.
 	ReasonStartFailed = "start_failed"
@@ -234,8 +232,7 @@ func (a *Agent) putService(spec apitype.ServiceSpec) (_ apitype.Service, created
 		if s == nil {
 			if len(a.services) >= apitype.MaxServices {
 				a.mu.Unlock()
-				return apitype.Service{}, false, errcode.WithReason(errcode.ResourceExhausted, ReasonTooManyServices,
-					"sandbox already has %d services, the maximum; delete one first", apitype.MaxServices)
+				return apitype.Service{}, false, errcode.TooManyServices.New("sandbox already has %d services, the maximum; delete one first", apitype.MaxServices)
 			}
 			s = &service{
 				name: spec.Name,
@@ -396,7 +393,7 @@ func (a *Agent) servicePIDsLocked(pids map[int]bool) {
 }
 
 func serviceNotFound(name string) error {
-	return errcode.WithReason(errcode.NotFound, ReasonServiceNotFound, "service %q not found", name)
+	return errcode.ServiceNotFound.New("service %q not found", name)
 }
 
 // supervise runs spec's process and restarts it per its policy until a

@@ -445,8 +445,8 @@ func TestServicePut(t *testing.T) {
 			ta.put(t, apitype.ServiceSpec{Name: fmt.Sprintf("s%d", i), Command: "exec sleep 600"})
 		}
 		_, _, err := ta.c.PutService(ctx, apitype.ServiceSpec{Name: "one-more", Command: "exec sleep 600"})
-		if errcode.CodeOf(err) != errcode.ResourceExhausted || errcode.ReasonOf(err) != ReasonTooManyServices {
-			t.Errorf("PutService(%d+1) = %v, want resource_exhausted %s", apitype.MaxServices, err, ReasonTooManyServices)
+		if errcode.CodeOf(err) != errcode.ResourceExhausted || errcode.ReasonOf(err) != errcode.TooManyServices.String() {
+			t.Errorf("PutService(%d+1) = %v, want resource_exhausted %s", apitype.MaxServices, err, errcode.TooManyServices.String())
 		}
 		list, err := ta.c.Services(ctx)
 		if err != nil || len(list) != apitype.MaxServices {
@@ -551,8 +551,8 @@ func TestServiceDelete(t *testing.T) {
 		"StopService":   func() error { _, err := ta.c.StopService(ctx, "gone"); return err }(),
 		"DeleteService": ta.c.DeleteService(ctx, "gone"),
 	} {
-		if errcode.CodeOf(err) != errcode.NotFound || errcode.ReasonOf(err) != ReasonServiceNotFound {
-			t.Errorf("%s(deleted) = %v, want not_found %s", name, err, ReasonServiceNotFound)
+		if errcode.CodeOf(err) != errcode.NotFound || errcode.ReasonOf(err) != errcode.ServiceNotFound.String() {
+			t.Errorf("%s(deleted) = %v, want not_found %s", name, err, errcode.ServiceNotFound.String())
 		}
 	}
 	if list, err := ta.c.Services(ctx); err != nil || len(list) != 0 {

@@ -35,13 +35,7 @@ const (
 )
 
 // Terminal reasons.
-const (
-	ReasonTerminalNotFound = "terminal_not_found"
-	ReasonTerminalLimit    = "terminal_limit"
-	ReasonTerminalExited   = "terminal_exited"
-	ReasonInputBlocked     = "terminal_input_blocked"
-	ReasonWebSocket        = "websocket_required"
-)
+const ()
 
 // terminalTERM is what terminals tell programs they are: what xterm.js and
 // every common terminal emulator understand.
@@ -125,8 +119,7 @@ func (a *Agent) startTerminal(req apitype.CreateTerminalRequest) (*terminal, err
 		}
 	}
 	if running >= a.cfg.MaxTerminals {
-		return nil, errcode.WithReason(errcode.ResourceExhausted, ReasonTerminalLimit,
-			"sandbox already runs %d terminals, the maximum", a.cfg.MaxTerminals)
+		return nil, errcode.TerminalLimit.New("sandbox already runs %d terminals, the maximum", a.cfg.MaxTerminals)
 	}
 
 	shell := shellPath()
@@ -249,14 +242,14 @@ func (t *terminal) write(data []byte) error {
 	t.inMu.Lock()
 	defer t.inMu.Unlock()
 	if t.isDone() {
-		return errcode.WithReason(errcode.Conflict, ReasonTerminalExited, "terminal %s has exited", t.id)
+		return errcode.TerminalExited.New("terminal %s has exited", t.id)
 	}
 	_ = t.ptmx.SetWriteDeadline(time.Now().Add(inputTimeout))
 	if _, err := t.ptmx.Write(data); err != nil {
 		if errors.Is(err, os.ErrDeadlineExceeded) {
-			return errcode.WithReason(errcode.DeadlineExceeded, ReasonInputBlocked, "the terminal's program is not reading its input")
+			return errcode.TerminalInputBlocked.New("the terminal's program is not reading its input")
 		}
-		return errcode.WithReason(errcode.Conflict, ReasonTerminalExited, "terminal %s has exited", t.id)
+		return errcode.TerminalExited.New("terminal %s has exited", t.id)
 	}
 	return nil
 }
@@ -267,7 +260,7 @@ func (t *terminal) resize(cols, rows int) error {
 	t.inMu.Lock()
 	defer t.inMu.Unlock()
 	if t.isDone() {
-		return errcode.WithReason(errcode.Conflict, ReasonTerminalExited, "terminal %s has exited", t.id)
+		return errcode.TerminalExited.New("terminal %s has exited", t.id)
 	}
 	sc, err := t.ptmx.SyscallConn()
 	if err != nil {
@@ -397,7 +390,7 @@ func (a *Agent) lookupTerminal(r *http.Request) (*terminal, error) {
 	t, ok := a.terms[id]
 	a.mu.Unlock()
 	if !ok || !validID(id, "term_") {
-		return nil, errcode.WithReason(errcode.NotFound, ReasonTerminalNotFound, "terminal %q not found", id)
+		return nil, errcode.TerminalNotFound.New("terminal %q not found", id)
 	}
 	return t, nil
 }
@@ -440,7 +433,7 @@ func terminalQuery(r *http.Request, bufSize int64) (offset int64, wait time.Dura
 		}
 		n, err := strconv.ParseInt(s, 10, 64)
 		if err != nil || n < 0 {
-			return 0, errcode.WithReason(errcode.Invalid, "query_invalid", "%s must be a non-negative integer", name)
+			return 0, errcode.QueryInvalid.New("%s must be a non-negative integer", name)
 		}
 		return min(n, maxV), nil
 	}
@@ -583,7 +576,7 @@ func (a *Agent) handleTerminalWS(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !isWebSocket(r) {
-		a.fail(w, r, errcode.WithReason(errcode.Invalid, ReasonWebSocket, "this route needs a WebSocket upgrade request"))
+		a.fail(w, r, errcode.WebsocketRequired.New("this route needs a WebSocket upgrade request"))
 		return
 	}
 	// No origin check: the API takes only bearer tokens, never cookies, so

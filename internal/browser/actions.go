@@ -43,8 +43,7 @@ func (m *Manager) Do(ctx context.Context, id string, a apitype.BrowserAction) (a
 		return nil, err
 	}
 	if !s.busy.TryLock() {
-		return nil, errcode.WithReason(errcode.Conflict, "busy",
-			"browser session %s is running another action; actions on one session run one at a time", id)
+		return nil, errcode.Busy.New("browser session %s is running another action; actions on one session run one at a time", id)
 	}
 	defer s.busy.Unlock()
 	if err := s.alive(); err != nil {
@@ -86,13 +85,13 @@ func actionError(op string, err error, ctx context.Context, timeout time.Duratio
 	case errors.As(err, &ce):
 		return err
 	case errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded):
-		return errcode.WithReason(errcode.DeadlineExceeded, "action_timeout", "%s did not finish within %s", op, timeout)
+		return errcode.ActionTimeout.New("%s did not finish within %s", op, timeout)
 	case errors.Is(err, context.Canceled):
 		return errcode.Wrap(errcode.Canceled, err, "%s was canceled", op)
 	}
 	var ee *chromedp.ExceptionError
 	if errors.As(err, &ee) {
-		return errcode.WithReason(errcode.Invalid, "script_error", "%s: the page threw: %s", op, ee.Error())
+		return errcode.ScriptError.New("%s: the page threw: %s", op, ee.Error())
 	}
 	return errcode.Wrap(errcode.Unavailable, err, "%s failed", op)
 }
@@ -165,7 +164,7 @@ func (s *Session) do(ctx context.Context, t *tab, a apitype.BrowserAction) (any,
 	case "":
 		return nil, errcode.InvalidFields(map[string]string{"op": "is required"})
 	}
-	return nil, errcode.WithReason(errcode.Invalid, "op_unknown", "op %q is not known; see docs/api.md for the ops", a.Op)
+	return nil, errcode.OpUnknown.New("op %q is not known; see docs/api.md for the ops", a.Op)
 }
 
 func (s *Session) navigate(ctx context.Context, t *tab, u string) (any, error) {
@@ -175,7 +174,7 @@ func (s *Session) navigate(ctx context.Context, t *tab, u string) (any, error) {
 	resp, err := chromedp.RunResponse(ctx, chromedp.Navigate(u))
 	if err != nil {
 		if strings.Contains(err.Error(), "net::") {
-			return nil, errcode.WithReason(errcode.Unavailable, "navigation_failed", "navigating to %s failed: %v", RedactURL(u), err)
+			return nil, errcode.NavigationFailed.New("navigating to %s failed: %v", RedactURL(u), err)
 		}
 		return nil, err
 	}
@@ -194,7 +193,7 @@ func (s *Session) history(ctx context.Context, t *tab, op string) error {
 	}
 	i := int(h.CurrentIndex)
 	if (op == "back" && i == 0) || (op == "forward" && i >= len(h.Entries)-1) {
-		return errcode.WithReason(errcode.Conflict, "no_history", "there is no page to go %s to", op)
+		return errcode.NoHistory.New("there is no page to go %s to", op)
 	}
 	step := chromedp.NavigateBack()
 	if op == "forward" {
@@ -218,8 +217,7 @@ func evaluate(ctx context.Context, expr string) (any, error) {
 		return nil, err
 	}
 	if len(raw) > maxEvaluateBytes {
-		return nil, errcode.WithReason(errcode.PayloadTooLarge, "result_too_large",
-			"the result is %d bytes of JSON, more than %d", len(raw), maxEvaluateBytes)
+		return nil, errcode.ResultTooLarge.New("the result is %d bytes of JSON, more than %d", len(raw), maxEvaluateBytes)
 	}
 	return raw, nil
 }
@@ -289,13 +287,13 @@ func (s *Session) elementAction(ctx context.Context, t *tab, a apitype.BrowserAc
 				return nil, err
 			}
 			if checked != want {
-				return nil, errcode.WithReason(errcode.Conflict, "state_unchanged", "clicking did not %s the element", a.Op)
+				return nil, errcode.StateUnchanged.New("clicking did not %s the element", a.Op)
 			}
 		}
 		return map[string]any{"checked": checked}, nil
 	case "fill":
 		if !el.Editable {
-			return nil, errcode.WithReason(errcode.Conflict, "not_editable", "the target is not an editable field (it is a %s)", el.Tag)
+			return nil, errcode.NotEditable.New("the target is not an editable field (it is a %s)", el.Tag)
 		}
 		if err := callOn(ctx, el, clearFieldJS); err != nil {
 			return nil, err
@@ -324,7 +322,7 @@ func (s *Session) elementAction(ctx context.Context, t *tab, a apitype.BrowserAc
 			return nil, err
 		}
 		if len(picked) == 0 {
-			return nil, errcode.WithReason(errcode.NotFound, "option_not_found", "no option of the select has value or label %q", values)
+			return nil, errcode.OptionNotFound.New("no option of the select has value or label %q", values)
 		}
 		return map[string]any{"selected": picked}, nil
 	}
@@ -386,7 +384,7 @@ func waitActionable(ctx context.Context, t *tab, tgt Target, op string) (Located
 			return el, nil
 		case err != nil && ctx.Err() != nil && notFound != nil:
 			return Located{}, notFound // the deadline cut a look: say what the last one found
-		case errcode.ReasonOf(err) == "target_not_found":
+		case errcode.Has(err, errcode.TargetNotFound):
 			notFound = err
 		case err != nil:
 			return Located{}, err
@@ -396,8 +394,7 @@ func waitActionable(ctx context.Context, t *tab, tgt Target, op string) (Located
 			if err != nil {
 				return Located{}, err
 			}
-			return Located{}, errcode.WithReason(errcode.DeadlineExceeded, "target_not_actionable",
-				"the target stayed hidden or disabled (visible %t, enabled %t)", el.Visible, el.Enabled)
+			return Located{}, errcode.TargetNotActionable.New("the target stayed hidden or disabled (visible %t, enabled %t)", el.Visible, el.Enabled)
 		case <-time.After(pollInterval):
 		}
 	}
@@ -499,7 +496,7 @@ func callOnValue(ctx context.Context, el Located, fn string, out any, args ...an
 		return err
 	}
 	if res.ExceptionDetails != nil {
-		return errcode.WithReason(errcode.Conflict, "element_error", "%s", exceptionText(res.ExceptionDetails))
+		return errcode.ElementError.New("%s", exceptionText(res.ExceptionDetails))
 	}
 	if res.Result == nil || len(res.Result.Value) == 0 {
 		return nil
@@ -546,7 +543,7 @@ func (s *Session) waitFor(ctx context.Context, t *tab, a apitype.BrowserAction) 
 		if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			// The deadline cut a look short (a busy machine can take the
 			// whole timeout for one): the condition was not seen to hold.
-			return nil, errcode.WithReason(errcode.DeadlineExceeded, "wait_timeout", "the condition did not hold before the timeout")
+			return nil, errcode.WaitTimeout.New("the condition did not hold before the timeout")
 		}
 		if err != nil {
 			return nil, err
@@ -556,7 +553,7 @@ func (s *Session) waitFor(ctx context.Context, t *tab, a apitype.BrowserAction) 
 		}
 		select {
 		case <-ctx.Done():
-			return nil, errcode.WithReason(errcode.DeadlineExceeded, "wait_timeout", "the condition did not hold before the timeout")
+			return nil, errcode.WaitTimeout.New("the condition did not hold before the timeout")
 		case <-time.After(pollInterval):
 		}
 	}
@@ -581,14 +578,14 @@ func (s *Session) waitCondition(ctx context.Context, t *tab, tgt *Target, state,
 	switch state {
 	case "attached", "detached":
 		n, err := t.dom.Count(ctx, *tgt)
-		if err != nil && errcode.ReasonOf(err) != "frame_not_found" {
+		if err != nil && !errcode.Has(err, errcode.FrameNotFound) {
 			return false, err
 		}
 		return (n > 0) == (state == "attached"), nil
 	}
 	el, err := t.dom.Locate(ctx, *tgt)
 	switch {
-	case errcode.ReasonOf(err) == "target_not_found" || errcode.ReasonOf(err) == "frame_not_found":
+	case errcode.Has(err, errcode.TargetNotFound) || errcode.Has(err, errcode.FrameNotFound):
 		return state == "hidden", nil
 	case err != nil:
 		return false, err
@@ -633,7 +630,7 @@ func (s *Session) screenshot(ctx context.Context, t *tab, a apitype.BrowserActio
 			return nil, err
 		}
 		if box[2] < 1 || box[3] < 1 {
-			return nil, errcode.WithReason(errcode.Conflict, "element_empty", "the element has no size to capture")
+			return nil, errcode.ElementEmpty.New("the element has no size to capture")
 		}
 		params.Clip = &page.Viewport{X: box[0], Y: box[1], Width: box[2], Height: box[3], Scale: 1}
 	case a.FullPage:
@@ -666,7 +663,7 @@ func (s *Session) pagesAction(ctx context.Context, a apitype.BrowserAction) (any
 		n, root := len(s.pages), s.root
 		s.mu.Unlock()
 		if n >= maxPages {
-			return nil, errcode.WithReason(errcode.ResourceExhausted, "page_limit", "a session has at most %d pages", maxPages)
+			return nil, errcode.PageLimit.New("a session has at most %d pages", maxPages)
 		}
 		// A sibling of the first page: same browser context.
 		nt, err := s.newTab(ctx, root)
@@ -695,7 +692,7 @@ func (s *Session) pagesAction(ctx context.Context, a apitype.BrowserAction) (any
 		if a.Action == "close" {
 			if i == 0 {
 				s.mu.Unlock()
-				return nil, errcode.WithReason(errcode.Conflict, "first_page", "the first page lives as long as the session; close the session instead")
+				return nil, errcode.FirstPage.New("the first page lives as long as the session; close the session instead")
 			}
 			p := s.pages[i]
 			s.pages = append(s.pages[:i], s.pages[i+1:]...)

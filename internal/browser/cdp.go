@@ -33,8 +33,7 @@ func (m *Manager) CDPURL(id string) (string, error) {
 		return "", err
 	}
 	if s.mode != apitype.BrowserModeProcess {
-		return "", errcode.WithReason(errcode.Conflict, "cdp_needs_process_mode",
-			"the CDP endpoint is for sessions with a browser of their own: open one with mode \"process\"")
+		return "", errcode.CDPNeedsProcessMode.New("the CDP endpoint is for sessions with a browser of their own: open one with mode \"process\"")
 	}
 	// Chromium writes its port and browser path there once it listens.
 	b, err := os.ReadFile(filepath.Join(s.dir, "DevToolsActivePort"))

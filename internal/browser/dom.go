@@ -408,8 +408,7 @@ func (d *DOM) locate(ctx context.Context, t Target, pointOnly bool) (Located, er
 		return Located{}, fmt.Errorf("locating %s: %w", t.describe(), err)
 	}
 	if obj == nil || obj.ObjectID == "" {
-		return Located{}, errcode.WithReason(errcode.NotFound, "target_not_found",
-			"the page changed while locating %s; try again", t.describe())
+		return Located{}, errcode.TargetNotFound.New("the page changed while locating %s; try again", t.describe())
 	}
 	loc.ObjectID = obj.ObjectID
 	return loc, nil
@@ -458,20 +457,16 @@ func (e *scriptError) err(t Target) error {
 	switch e.Reason {
 	case "target_not_found":
 		if e.Nth {
-			return errcode.WithReason(errcode.NotFound, "target_not_found",
-				"nth %d asked for, but %d elements match %s", *t.Nth, e.Count, what)
+			return errcode.TargetNotFound.New("nth %d asked for, but %d elements match %s", *t.Nth, e.Count, what)
 		}
-		return errcode.WithReason(errcode.NotFound, "target_not_found", "no element matches %s", what)
+		return errcode.TargetNotFound.New("no element matches %s", what)
 	case "target_ambiguous":
 		if frame, ok := strings.CutPrefix(e.Detail, "frame "); ok {
-			return errcode.WithReason(errcode.Conflict, "target_ambiguous",
-				"%d iframes match frame selector %q (looking for %s); narrow the frame selector", e.Count, frame, what)
+			return errcode.TargetAmbiguous.New("%d iframes match frame selector %q (looking for %s); narrow the frame selector", e.Count, frame, what)
 		}
-		return errcode.WithReason(errcode.Conflict, "target_ambiguous",
-			"%d elements match %s; give nth or narrow the target", e.Count, what)
+		return errcode.TargetAmbiguous.New("%d elements match %s; give nth or narrow the target", e.Count, what)
 	case "ref_stale":
-		return errcode.WithReason(errcode.Conflict, "ref_stale",
-			"ref %s is from an older snapshot or a previous document; take a new snapshot", t.Value)
+		return errcode.RefStale.New("ref %s is from an older snapshot or a previous document; take a new snapshot", t.Value)
 	case "target_invalid":
 		field := e.Field
 		if field == "" {
@@ -481,17 +476,15 @@ func (e *scriptError) err(t Target) error {
 		err.Message = fmt.Sprintf("%s is invalid: %s", what, e.Detail)
 		return err
 	case "frame_not_found":
-		return errcode.WithReason(errcode.NotFound, "frame_not_found",
-			"no iframe matches frame selector %q (looking for %s)", e.Detail, what)
+		return errcode.FrameNotFound.New("no iframe matches frame selector %q (looking for %s)", e.Detail, what)
 	case "frame_cross_origin":
-		return errcode.WithReason(errcode.Unimplemented, "frame_cross_origin",
-			"iframe %q shows another origin, which Berth cannot reach into (looking for %s)", e.Detail, what)
+		return errcode.FrameCrossOrigin.New("iframe %q shows another origin, which Berth cannot reach into (looking for %s)", e.Detail, what)
 	}
 	return errcode.New(errcode.Internal, "the page script failed on %s: %s %s", what, e.Reason, e.Detail)
 }
 
 func invalidTarget(problems map[string]string) *errcode.Error {
-	return &errcode.Error{Code: errcode.Invalid, Reason: "target_invalid", Message: "the target is invalid", Problems: problems}
+	return &errcode.Error{Code: errcode.TargetInvalid.Code(), Reason: errcode.TargetInvalid.String(), Message: "the target is invalid", Problems: problems}
 }
 
 // callValue calls the script's entry point op with arg and decodes its

@@ -144,8 +144,7 @@ func (m *Manager) Config() Config { return m.cfg }
 // Available reports whether sessions can be opened here.
 func (m *Manager) Available() error {
 	if m.cfg.Chromium == "" {
-		return errcode.WithReason(errcode.Unavailable, "browser_unavailable",
-			"no Chromium found; install Debian's chromium-headless-shell (make deps does)")
+		return errcode.BrowserUnavailable.New("no Chromium found; install Debian's chromium-headless-shell (make deps does)")
 	}
 	return nil
 }
@@ -237,15 +236,13 @@ func (m *Manager) Open(ctx context.Context, req apitype.CreateBrowserSessionRequ
 		for _, o := range m.sessions {
 			if o.req.Profile == req.Profile && o.State() != apitype.BrowserClosed {
 				m.mu.Unlock()
-				return nil, errcode.WithReason(errcode.Conflict, "profile_in_use",
-					"profile %q is in use by session %s; close it first", req.Profile, o.id)
+				return nil, errcode.ProfileInUse.New("profile %q is in use by session %s; close it first", req.Profile, o.id)
 			}
 		}
 	}
 	if open >= m.cfg.MaxSessions {
 		m.mu.Unlock()
-		return nil, errcode.WithReason(errcode.ResourceExhausted, "session_limit",
-			"%d browser sessions are open, the maximum (--max-browser-sessions); close one first", open)
+		return nil, errcode.SessionLimit.New("%d browser sessions are open, the maximum (--max-browser-sessions); close one first", open)
 	}
 	s := newSession(m, ident.New("brs_"), req)
 	m.sessions[s.id] = s // holds the place against the limit while it opens
@@ -316,7 +313,7 @@ func (m *Manager) Get(id string) (*Session, error) {
 	defer m.mu.Unlock()
 	s, ok := m.sessions[id]
 	if !ok {
-		return nil, errcode.WithReason(errcode.NotFound, "session_not_found", "browser session %q not found", id)
+		return nil, errcode.SessionNotFound.New("browser session %q not found", id)
 	}
 	return s, nil
 }
@@ -340,7 +337,7 @@ func (m *Manager) Close(id string) error {
 	delete(m.sessions, id)
 	m.mu.Unlock()
 	if !ok {
-		return errcode.WithReason(errcode.NotFound, "session_not_found", "browser session %q not found", id)
+		return errcode.SessionNotFound.New("browser session %q not found", id)
 	}
 	s.close("closed")
 	m.log.Info("browser session closed", "session_id", id)

@@ -58,8 +58,7 @@ func (s *Session) upload(ctx context.Context, t *tab, a apitype.BrowserAction) (
 			return nil, errcode.InvalidFields(map[string]string{fmt.Sprintf("files[%d].content_base64", i): "must be base64"})
 		}
 		if total += len(b); total > maxUploadBytes {
-			return nil, errcode.WithReason(errcode.PayloadTooLarge, "upload_too_large",
-				"the files are more than %d bytes in all", maxUploadBytes)
+			return nil, errcode.UploadTooLarge.New("the files are more than %d bytes in all", maxUploadBytes)
 		}
 		p := filepath.Join(dir, fmt.Sprintf("%d", i))
 		if err := os.MkdirAll(p, 0o700); err != nil {
@@ -76,7 +75,7 @@ func (s *Session) upload(ctx context.Context, t *tab, a apitype.BrowserAction) (
 		return nil, err
 	}
 	if el.Tag != "input" || el.Type != "file" {
-		return nil, errcode.WithReason(errcode.Conflict, "not_file_input", "the target is a %s, not an input of type file", el.Tag)
+		return nil, errcode.NotFileInput.New("the target is a %s, not an input of type file", el.Tag)
 	}
 	if _, err := chromedp.Call(ctx, dom.SetFileInputFiles, dom.SetFileInputFilesParams{Files: paths, ObjectID: el.ObjectID}); err != nil {
 		return nil, err
@@ -157,7 +156,7 @@ func (s *Session) download(ctx context.Context, t *tab, a apitype.BrowserAction)
 	select {
 	case <-done:
 	case <-ctx.Done():
-		return nil, errcode.WithReason(errcode.DeadlineExceeded, "download_timeout", "no download finished before the timeout")
+		return nil, errcode.DownloadTimeout.New("no download finished before the timeout")
 	}
 	mu.Lock()
 	r := got
@@ -167,9 +166,9 @@ func (s *Session) download(ctx context.Context, t *tab, a apitype.BrowserAction)
 	case "too_large":
 		_, _ = chromedp.CallBrowser(ctx, cdpbrowser.CancelDownload, cdpbrowser.CancelDownloadParams{GUID: r.guid, BrowserContextID: c.BrowserContextID})
 		_ = os.Remove(path)
-		return nil, errcode.WithReason(errcode.PayloadTooLarge, "download_too_large", "the download is more than %d bytes", maxDownloadBytes)
+		return nil, errcode.DownloadTooLarge.New("the download is more than %d bytes", maxDownloadBytes)
 	case cdpbrowser.DownloadProgressStateCanceled:
-		return nil, errcode.WithReason(errcode.Conflict, "download_canceled", "the download was canceled")
+		return nil, errcode.DownloadCanceled.New("the download was canceled")
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {

@@ -312,10 +312,9 @@ func (s *Session) alive() error {
 	case apitype.BrowserOpen:
 		return nil
 	case apitype.BrowserCrashed:
-		return errcode.WithReason(errcode.Conflict, "session_crashed",
-			"browser session %s crashed (%s); close it and open another", s.id, s.reason)
+		return errcode.SessionCrashed.New("browser session %s crashed (%s); close it and open another", s.id, s.reason)
 	}
-	return errcode.WithReason(errcode.Conflict, "session_closed", "browser session %s is closed", s.id)
+	return errcode.SessionClosed.New("browser session %s is closed", s.id)
 }
 
 // close ends the session's pages and browser context (or browser).
@@ -406,7 +405,7 @@ func (s *Session) currentTab() (*tab, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.current >= len(s.pages) {
-		return nil, errcode.WithReason(errcode.Conflict, "no_page", "browser session %s has no page open", s.id)
+		return nil, errcode.NoPage.New("browser session %s has no page open", s.id)
 	}
 	return s.pages[s.current], nil
 }
@@ -419,15 +418,15 @@ func allowedURL(raw string) error {
 	}
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" {
-		return errcode.WithReason(errcode.Invalid, "url_blocked", "%q is not an absolute http or https URL", RedactURL(raw))
+		return errcode.URLBlocked.New("%q is not an absolute http or https URL", RedactURL(raw))
 	}
 	switch strings.ToLower(u.Scheme) {
 	case "http", "https":
 	default:
-		return errcode.WithReason(errcode.Invalid, "url_blocked", "the %s: scheme is not allowed; only http, https and about:blank", u.Scheme)
+		return errcode.URLBlocked.New("the %s: scheme is not allowed; only http, https and about:blank", u.Scheme)
 	}
 	if u.User != nil {
-		return errcode.WithReason(errcode.Invalid, "url_blocked", "URLs with credentials are not allowed")
+		return errcode.URLBlocked.New("URLs with credentials are not allowed")
 	}
 	return nil
 }

@@ -178,7 +178,7 @@ func Run(ctx context.Context, cfg Config) error {
 	seen := map[string]bool{}
 	for _, p := range cfg.WarmPools {
 		if seen[p.Template] {
-			return errcode.WithReason(errcode.Invalid, "warm_pool_duplicate", "warm pool %q is given twice", p.Template)
+			return errcode.WarmPoolDuplicate.New("warm pool %q is given twice", p.Template)
 		}
 		seen[p.Template] = true
 	}
@@ -316,8 +316,7 @@ func lockDataDir(dir, what string) (unlock func(), err error) {
 		d.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
 			b, _ := os.ReadFile(filepath.Join(dir, LockFile))
-			return nil, errcode.WithReason(errcode.Conflict, "data_dir_locked",
-				"another berth daemon or command (%s) is using data directory %s; stop it first",
+			return nil, errcode.DataDirLocked.New("another berth daemon or command (%s) is using data directory %s; stop it first",
 				cmp.Or(strings.TrimSpace(string(b)), "pid unknown"), dir)
 		}
 		return nil, fmt.Errorf("locking %s: %w", dir, err)
@@ -351,12 +350,11 @@ func checkNotEmpty(ctx context.Context, dataDir string, allow bool, log *slog.Lo
 			"database", path, "sandbox_dirs", len(dirs), "quarantine", sandbox.QuarantineDir(dataDir))
 		return nil
 	}
-	return errcode.WithReason(errcode.Conflict, "database_empty_with_data",
-		"the database %s holds no keys and no sandboxes, but %d sandbox directories exist in %s: "+
-			"the database lost its state (a removed berth.db-wal, or a copy of berth.db made without it). "+
-			"Nothing was changed. Put the database back (berth restore FILE, from a berth backup), "+
-			"or start with --allow-empty-database to begin anew with the directories moved to %s "+
-			"(berth quarantine ls lists them)",
+	return errcode.DatabaseEmptyWithData.New("the database %s holds no keys and no sandboxes, but %d sandbox directories exist in %s: "+
+		"the database lost its state (a removed berth.db-wal, or a copy of berth.db made without it). "+
+		"Nothing was changed. Put the database back (berth restore FILE, from a berth backup), "+
+		"or start with --allow-empty-database to begin anew with the directories moved to %s "+
+		"(berth quarantine ls lists them)",
 		path, len(dirs), filepath.Join(dataDir, "sandboxes"), sandbox.QuarantineDir(dataDir))
 }
 

@@ -26,8 +26,7 @@ import (
 func Backup(ctx context.Context, dataDir, file string) (store.Summary, error) {
 	src := filepath.Join(dataDir, DBFile)
 	if _, err := os.Stat(src); err != nil {
-		return store.Summary{}, errcode.WithReason(errcode.NotFound, "database_not_found",
-			"%s has no database (%s): is --data right?", dataDir, DBFile)
+		return store.Summary{}, errcode.DatabaseNotFound.New("%s has no database (%s): is --data right?", dataDir, DBFile)
 	}
 	return store.Backup(ctx, src, file)
 }
@@ -57,10 +56,9 @@ func Restore(ctx context.Context, dataDir, file string) (Restored, error) {
 	defer unlock()
 	dst := filepath.Join(dataDir, DBFile)
 	if a, err := os.Stat(file); err != nil {
-		return Restored{}, errcode.WithReason(errcode.NotFound, "backup_not_found", "cannot read backup %s: %v", file, err)
+		return Restored{}, errcode.BackupNotFound.New("cannot read backup %s: %v", file, err)
 	} else if b, err := os.Stat(dst); err == nil && os.SameFile(a, b) {
-		return Restored{}, errcode.WithReason(errcode.Invalid, "restore_onto_itself",
-			"%s is the data directory's database itself; nothing was changed", file)
+		return Restored{}, errcode.RestoreOntoItself.New("%s is the data directory's database itself; nothing was changed", file)
 	}
 	// Check the copy that goes into place, not the file it came from.
 	tmp := dst + ".restoring"
@@ -132,7 +130,7 @@ func syncPath(path string) error {
 // reads, so it works while a daemon runs.
 func Quarantine(dataDir string) ([]sandbox.QuarantineEntry, error) {
 	if _, err := os.Stat(dataDir); err != nil {
-		return nil, errcode.WithReason(errcode.NotFound, "data_dir_not_found", "no data directory %s: %v", dataDir, err)
+		return nil, errcode.DataDirNotFound.New("no data directory %s: %v", dataDir, err)
 	}
 	return sandbox.ListQuarantine(dataDir)
 }
@@ -198,7 +196,7 @@ func PurgeQuarantined(dataDir string, names []string) ([]string, error) {
 // lockExisting locks a data directory that must exist already.
 func lockExisting(dataDir, what string) (func(), error) {
 	if _, err := os.Stat(dataDir); err != nil {
-		return nil, errcode.WithReason(errcode.NotFound, "data_dir_not_found", "no data directory %s: %v", dataDir, err)
+		return nil, errcode.DataDirNotFound.New("no data directory %s: %v", dataDir, err)
 	}
 	return lockDataDir(dataDir, what)
 }

@@ -50,7 +50,7 @@ func xrefLimit(size int64) int {
 }
 
 func pdfError(format string, args ...any) *errcode.Error {
-	return errcode.WithReason(errcode.Invalid, "pdf_invalid", format, args...)
+	return errcode.PDFInvalid.New(format, args...)
 }
 
 // PDF checks that r (size bytes) is a structurally sound PDF and returns

@@ -35,8 +35,7 @@ func PNG(r io.Reader) (width, height int, err error) {
 		return 0, 0, src.classify(err, "not a PNG")
 	}
 	if cfg.Width > MaxPNGSide || cfg.Height > MaxPNGSide || int64(cfg.Width)*int64(cfg.Height) > MaxPNGPixels {
-		return 0, 0, errcode.WithReason(errcode.PayloadTooLarge, "png_too_large",
-			"PNG is %dx%d pixels; the limits are %d a side and %d in all", cfg.Width, cfg.Height, MaxPNGSide, MaxPNGPixels)
+		return 0, 0, errcode.PNGTooLarge.New("PNG is %dx%d pixels; the limits are %d a side and %d in all", cfg.Width, cfg.Height, MaxPNGSide, MaxPNGPixels)
 	}
 	img, err := png.Decode(io.MultiReader(&head, src))
 	if err != nil {
@@ -65,5 +64,5 @@ func (r *recordingReader) classify(err error, what string) error {
 	if r.err != nil {
 		return fmt.Errorf("reading PNG: %w", r.err)
 	}
-	return errcode.WithReason(errcode.Invalid, "png_invalid", "%s: %v", what, err)
+	return errcode.PNGInvalid.New("%s: %v", what, err)
 }

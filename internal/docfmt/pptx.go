@@ -33,7 +33,7 @@ var presentationTypes = map[string]bool{
 }
 
 func pptxError(format string, args ...any) *errcode.Error {
-	return errcode.WithReason(errcode.Invalid, "pptx_invalid", format, args...)
+	return errcode.PPTXInvalid.New(format, args...)
 }
 
 // PPTX checks that r (size bytes) is a presentation package and returns its

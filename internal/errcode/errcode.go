@@ -3,8 +3,9 @@
 //
 // A Code is coarse (it decides the HTTP status); a Reason is the specific,
 // machine-readable cause a client can branch on, such as
-// "path_escapes_workspace" or "sandbox_limit". Both are part of the API and
-// never change meaning once released.
+// "path_escapes_workspace" or "sandbox_limit", declared once in reasons.go
+// with the one Code it always comes with (errcode.SandboxLimit.New(...)).
+// Both are part of the API and never change meaning once released.
 package errcode
 
 import (
@@ -69,11 +70,6 @@ func (e *Error) Unwrap() error { return e.Err }
 // New returns an error with code and a formatted client-safe message.
 func New(code Code, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
-}
-
-// WithReason returns an error with code, a specific reason and a message.
-func WithReason(code Code, reason, format string, args ...any) *Error {
-	return &Error{Code: code, Reason: reason, Message: fmt.Sprintf(format, args...)}
 }
 
 // Wrap returns an error with code and message whose cause is err.

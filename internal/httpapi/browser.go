@@ -15,7 +15,7 @@ const maxActionBody = 24 << 20
 
 func (s *Server) browserUnavailable(w http.ResponseWriter, r *http.Request) bool {
 	if s.cfg.Browsers == nil {
-		s.fail(w, r, errcode.WithReason(errcode.Unavailable, "browser_unavailable", "browser sessions are not enabled on this daemon"))
+		s.fail(w, r, errcode.BrowserUnavailable.New("browser sessions are not enabled on this daemon"))
 		return true
 	}
 	return false
@@ -112,7 +112,7 @@ func (s *Server) handleBrowserScreenshot() http.Handler {
 		if v := q.Get("quality"); v != "" {
 			n, err := strconv.Atoi(v)
 			if err != nil {
-				s.fail(w, r, errcode.WithReason(errcode.Invalid, "query_invalid", "quality must be a number between 1 and 100"))
+				s.fail(w, r, errcode.QueryInvalid.New("quality must be a number between 1 and 100"))
 				return
 			}
 			a.Quality = n

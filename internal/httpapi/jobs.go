@@ -25,7 +25,7 @@ const maxJobBody = 48 << 20
 
 func (s *Server) jobsUnavailable(w http.ResponseWriter, r *http.Request) bool {
 	if s.cfg.Jobs == nil {
-		s.fail(w, r, errcode.WithReason(errcode.Unavailable, jobs.WorkerUnavailable, "sandbox jobs are not enabled on this daemon"))
+		s.fail(w, r, errcode.WorkerUnavailable.New("sandbox jobs are not enabled on this daemon"))
 		return true
 	}
 	return false
@@ -54,7 +54,7 @@ func (s *Server) handleGetAction() http.Handler {
 		}
 		h := s.cfg.Jobs.Health(r.PathValue("name"))
 		if h.Reason == jobs.ActionMissing {
-			s.fail(w, r, errcode.WithReason(errcode.NotFound, jobs.ActionMissing, "%s (%s)", h.Message, h.Hint))
+			s.fail(w, r, errcode.ActionMissing.New("%s (%s)", h.Message, h.Hint))
 			return
 		}
 		wire.Encode(w, http.StatusOK, h)
@@ -67,8 +67,7 @@ func (s *Server) handleUploadFile() http.Handler {
 			return
 		}
 		if r.ContentLength > jobs.MaxInputBytes {
-			s.fail(w, r, errcode.WithReason(errcode.PayloadTooLarge, "file_too_large",
-				"the file is %d bytes; at most %d", r.ContentLength, int64(jobs.MaxInputBytes)))
+			s.fail(w, r, errcode.FileTooLarge.New("the file is %d bytes; at most %d", r.ContentLength, int64(jobs.MaxInputBytes)))
 			return
 		}
 		ref, err := s.cfg.Jobs.PutFile(r.Context(), r.Body, r.URL.Query().Get("name"))
@@ -313,7 +312,7 @@ func (s *Server) handleConvert() http.Handler {
 			s.fail(w, r, &errcode.Error{Code: errcode.Code(j.Error.Code), Reason: j.Error.Reason,
 				Message: fmt.Sprintf("job %s failed: %s", j.ID, j.Error.Message)})
 		default:
-			s.fail(w, r, errcode.WithReason(errcode.Canceled, "job_canceled", "job %s was %s", j.ID, j.State))
+			s.fail(w, r, errcode.JobCanceled.New("job %s was %s", j.ID, j.State))
 		}
 	})
 }
@@ -359,7 +358,7 @@ func (s *Server) multipartJob(r *http.Request) (apitype.CreateJobRequest, error)
 			}
 			total += ref.Size
 			if total > jobs.MaxInputBytes {
-				return req, errcode.WithReason(errcode.PayloadTooLarge, "inputs_too_large", "the inputs come to more than %d bytes", int64(jobs.MaxInputBytes))
+				return req, errcode.InputsTooLarge.New("the inputs come to more than %d bytes", int64(jobs.MaxInputBytes))
 			}
 			req.Inputs[file] = apitype.JobInput{SHA256: ref.SHA256}
 			continue
@@ -376,7 +375,7 @@ func (s *Server) multipartJob(r *http.Request) (apitype.CreateJobRequest, error)
 			// Strictly, as a JSON body is: a repeated or miscased name, or
 			// invalid UTF-8, is refused with its reason.
 			err := wire.DecodeJSON(bytes.NewReader(b), &opts)
-			if err != nil && errcode.ReasonOf(err) != "body_invalid" {
+			if err != nil && !errcode.Has(err, errcode.BodyInvalid) {
 				return req, err
 			}
 			if err != nil || len(bytes.TrimSpace(b)) == 0 {

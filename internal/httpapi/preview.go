@@ -140,8 +140,7 @@ func (s *Server) servePreview(w http.ResponseWriter, r *http.Request, t previewT
 		}
 	}
 	if token == "" || !equalSecret(token, s.previewToken(t.sandboxID)) {
-		s.fail(w, r, errcode.WithReason(errcode.Unauthenticated, "preview_token_required",
-			"this preview needs the sandbox's preview token (header %s) or a signed link; see GET /v1/sandboxes/{id}/previews/{port}",
+		s.fail(w, r, errcode.PreviewTokenRequired.New("this preview needs the sandbox's preview token (header %s) or a signed link; see GET /v1/sandboxes/{id}/previews/{port}",
 			previewTokenHeader))
 		return
 	}
@@ -154,8 +153,7 @@ func (s *Server) previewLogin(w http.ResponseWriter, r *http.Request, t previewT
 	q := r.URL.Query()
 	exp, err := strconv.ParseInt(q.Get("exp"), 10, 64)
 	if err != nil || time.Now().Unix() > exp || !equalSecret(q.Get("sig"), s.linkSignature(t.sandboxID, t.port, exp)) {
-		s.fail(w, r, errcode.WithReason(errcode.Unauthenticated, "preview_link_invalid",
-			"this preview link is invalid or expired; ask the API for a new one"))
+		s.fail(w, r, errcode.PreviewLinkInvalid.New("this preview link is invalid or expired; ask the API for a new one"))
 		return
 	}
 	next := q.Get("next")
@@ -184,7 +182,7 @@ func (s *Server) handlePreviewInfo() http.Handler {
 		if v := r.URL.Query().Get("ttl_s"); v != "" {
 			n, err := strconv.ParseInt(v, 10, 64)
 			if err != nil || n < 1 || time.Duration(n)*time.Second > maxLinkTTL {
-				s.fail(w, r, errcode.WithReason(errcode.Invalid, "query_invalid", "ttl_s must be between 1 and %d", int64(maxLinkTTL.Seconds())))
+				s.fail(w, r, errcode.QueryInvalid.New("ttl_s must be between 1 and %d", int64(maxLinkTTL.Seconds())))
 				return
 			}
 			ttl = time.Duration(n) * time.Second
@@ -220,7 +218,7 @@ func (s *Server) handlePreviewInfo() http.Handler {
 func parsePort(s string) (int, error) {
 	port, err := strconv.Atoi(s)
 	if err != nil || port < 1 || port > 65535 || strconv.Itoa(port) != s {
-		return 0, errcode.WithReason(errcode.Invalid, "port_invalid", "port %q must be a number between 1 and 65535", s)
+		return 0, errcode.PortInvalid.New("port %q must be a number between 1 and 65535", s)
 	}
 	return port, nil
 }

@@ -140,11 +140,10 @@ func (s *Server) routed(mux *http.ServeMux) http.Handler {
 		switch probe.Code {
 		case http.StatusMethodNotAllowed:
 			w.Header().Set("Allow", probe.Header().Get("Allow"))
-			d := wire.Detail(errcode.WithReason(errcode.Invalid, "method_not_allowed",
-				"%s is not allowed on %s (allowed: %s)", r.Method, r.URL.Path, probe.Header().Get("Allow")), requestID(r))
+			d := wire.Detail(errcode.MethodNotAllowed.New("%s is not allowed on %s (allowed: %s)", r.Method, r.URL.Path, probe.Header().Get("Allow")), requestID(r))
 			wire.Encode(w, http.StatusMethodNotAllowed, apitype.ErrorBody{Error: d})
 		case http.StatusNotFound:
-			s.fail(w, r, errcode.WithReason(errcode.NotFound, "route_not_found", "no route for %s %s; see docs/api.md", r.Method, r.URL.Path))
+			s.fail(w, r, errcode.RouteNotFound.New("no route for %s %s; see docs/api.md", r.Method, r.URL.Path))
 		default:
 			// A redirect to the clean path, say: ServeMux knows best.
 			mux.ServeHTTP(w, r)
@@ -251,16 +250,14 @@ func (s *Server) rejectQueryCredentials(next http.Handler) http.Handler {
 		q, _ := url.ParseQuery(strings.ReplaceAll(r.URL.RawQuery, ";", "&"))
 		for _, p := range credentialParams {
 			if q.Has(p) {
-				s.fail(w, r, errcode.WithReason(errcode.Invalid, "credentials_in_query",
-					"API keys are not accepted in the query string; send Authorization: Bearer"))
+				s.fail(w, r, errcode.CredentialsInQuery.New("API keys are not accepted in the query string; send Authorization: Bearer"))
 				return
 			}
 		}
 		for _, vs := range q {
 			for _, v := range vs {
 				if keyShape.MatchString(v) {
-					s.fail(w, r, errcode.WithReason(errcode.Invalid, "credentials_in_query",
-						"API keys are not accepted in the query string; send Authorization: Bearer"))
+					s.fail(w, r, errcode.CredentialsInQuery.New("API keys are not accepted in the query string; send Authorization: Bearer"))
 					return
 				}
 			}
@@ -306,14 +303,14 @@ func (s *Server) handleMetrics() http.Handler {
 func (s *Server) proxyToAgent(agentPath string, bodyCap int64) http.Handler {
 	// An oversized file is file_too_large, as the agent says it; other
 	// bodies are body_too_large, as the JSON decoder says it.
-	reason := "body_too_large"
+	reason := errcode.BodyTooLarge
 	if bodyCap > maxJSON {
-		reason = "file_too_large"
+		reason = errcode.FileTooLarge
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if bodyCap > 0 {
 			if r.ContentLength > bodyCap {
-				s.fail(w, r, errcode.WithReason(errcode.PayloadTooLarge, reason,
+				s.fail(w, r, reason.New(
 					"request body is %d bytes, more than the limit of %d", r.ContentLength, bodyCap))
 				return
 			}
@@ -333,7 +330,7 @@ func (s *Server) proxyToAgent(agentPath string, bodyCap int64) http.Handler {
 			var tooBig *http.MaxBytesError
 			switch {
 			case errorsAs(err, &tooBig):
-				s.fail(w, r, errcode.WithReason(errcode.PayloadTooLarge, reason,
+				s.fail(w, r, reason.New(
 					"request body is larger than the limit of %d bytes", tooBig.Limit))
 			case r.Context().Err() != nil:
 				// The client left; nobody reads an answer.

@@ -57,7 +57,7 @@ func (s *Server) handleTemplateLog() http.Handler {
 		}
 		f, err := os.Open(filepath.Join(s.cfg.DataDir, "templates", t.ID, "build.log"))
 		if err != nil || t.ID == "" {
-			s.fail(w, r, errcode.WithReason(errcode.NotFound, "log_not_found", "template %q has no build log", t.Name))
+			s.fail(w, r, errcode.LogNotFound.New("template %q has no build log", t.Name))
 			return
 		}
 		defer f.Close()
@@ -98,8 +98,7 @@ func (s *Server) handleImportTemplate() http.Handler {
 			limit = DefaultMaxImport
 		}
 		if r.ContentLength > limit {
-			s.fail(w, r, errcode.WithReason(errcode.PayloadTooLarge, "image_too_large",
-				"the image archive is %d bytes, more than the limit of %d", r.ContentLength, limit))
+			s.fail(w, r, errcode.ImageTooLarge.New("the image archive is %d bytes, more than the limit of %d", r.ContentLength, limit))
 			return
 		}
 		dir := filepath.Join(s.cfg.DataDir, "templates")
@@ -120,8 +119,7 @@ func (s *Server) handleImportTemplate() http.Handler {
 		}
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			s.fail(w, r, errcode.WithReason(errcode.PayloadTooLarge, "image_too_large",
-				"the image archive is larger than the limit of %d bytes", limit))
+			s.fail(w, r, errcode.ImageTooLarge.New("the image archive is larger than the limit of %d bytes", limit))
 			return
 		}
 		if err != nil {

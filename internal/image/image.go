@@ -137,7 +137,7 @@ func resolve(s source, opts Options) (*v1.Image, []layer, error) {
 	d, err := pick(idx.Manifests, opts.Ref, opts.Arch, true)
 	for depth := 0; err == nil && isIndex(d.MediaType); depth++ {
 		if depth == maxIndexDepth {
-			return nil, nil, errcode.WithReason(errcode.Invalid, "image_invalid", "image indexes nested more than %d deep", maxIndexDepth)
+			return nil, nil, errcode.ImageInvalid.New("image indexes nested more than %d deep", maxIndexDepth)
 		}
 		var sub v1.Index
 		if err := readJSON(s, "", &d, &sub); err != nil {
@@ -149,7 +149,7 @@ func resolve(s source, opts Options) (*v1.Image, []layer, error) {
 		return nil, nil, err
 	}
 	if d.MediaType != v1.MediaTypeImageManifest && d.MediaType != mediaTypeDockerManifest {
-		return nil, nil, errcode.WithReason(errcode.Invalid, "image_invalid", "%s has media type %q, not an image manifest", d.Digest, d.MediaType)
+		return nil, nil, errcode.ImageInvalid.New("%s has media type %q, not an image manifest", d.Digest, d.MediaType)
 	}
 	var m v1.Manifest
 	if err := readJSON(s, "", &d, &m); err != nil {
@@ -168,7 +168,7 @@ func resolve(s source, opts Options) (*v1.Image, []layer, error) {
 		}
 		if mt := d.MediaType; !strings.HasPrefix(mt, "application/vnd.oci.image.layer.") &&
 			!strings.HasPrefix(mt, "application/vnd.docker.image.rootfs.") || strings.HasSuffix(mt, "+encrypted") {
-			return nil, nil, errcode.WithReason(errcode.Unimplemented, "layer_media_type_unsupported", "layer %s has unsupported media type %q", d.Digest, mt)
+			return nil, nil, errcode.LayerMediaTypeUnsupported.New("layer %s has unsupported media type %q", d.Digest, mt)
 		}
 		layers[i] = layer{name: name, desc: d}
 	}
@@ -205,13 +205,13 @@ func pick(descs []v1.Descriptor, ref, arch string, top bool) (v1.Descriptor, err
 	}
 	switch {
 	case len(cands) == 0:
-		return v1.Descriptor{}, errcode.WithReason(errcode.NotFound, "image_not_found", "no image matches %q", ref)
+		return v1.Descriptor{}, errcode.ImageNotFound.New("no image matches %q", ref)
 	case len(plat) == 0 && allPlatforms:
-		return v1.Descriptor{}, errcode.WithReason(errcode.NotFound, "image_not_found", "no image for linux/%s", arch)
+		return v1.Descriptor{}, errcode.ImageNotFound.New("no image for linux/%s", arch)
 	case len(plat) == 1 || len(plat) > 1 && !top:
 		return plat[0], nil
 	}
-	return v1.Descriptor{}, errcode.WithReason(errcode.Invalid, "image_ambiguous", "%d images match %q; select one by tag or digest", len(cands), ref)
+	return v1.Descriptor{}, errcode.ImageAmbiguous.New("%d images match %q; select one by tag or digest", len(cands), ref)
 }
 
 // refMatches reports whether ref names an image with one of names. A bare
@@ -251,7 +251,7 @@ func resolveDocker(s source, opts Options) (*v1.Image, []layer, error) {
 	var all []dockerManifest
 	err := readJSON(s, "manifest.json", nil, &all)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil, errcode.WithReason(errcode.Invalid, "image_invalid", "neither index.json nor manifest.json found")
+		return nil, nil, errcode.ImageInvalid.New("neither index.json nor manifest.json found")
 	}
 	if err != nil {
 		return nil, nil, err
@@ -264,9 +264,9 @@ func resolveDocker(s source, opts Options) (*v1.Image, []layer, error) {
 	}
 	switch {
 	case len(cands) == 0:
-		return nil, nil, errcode.WithReason(errcode.NotFound, "image_not_found", "no image matches %q", opts.Ref)
+		return nil, nil, errcode.ImageNotFound.New("no image matches %q", opts.Ref)
 	case len(cands) > 1:
-		return nil, nil, errcode.WithReason(errcode.Invalid, "image_ambiguous", "%d images match %q; select one by tag or image ID", len(cands), opts.Ref)
+		return nil, nil, errcode.ImageAmbiguous.New("%d images match %q; select one by tag or image ID", len(cands), opts.Ref)
 	}
 	m := cands[0]
 	// Docker names the config file for its digest: check it when it does.
@@ -299,10 +299,10 @@ func legacyDigest(name string) digest.Digest {
 // in layers.
 func checkImage(img *v1.Image, layers []layer, arch string) error {
 	if img.OS != "" && img.OS != "linux" || img.Architecture != "" && img.Architecture != arch {
-		return errcode.WithReason(errcode.Invalid, "image_platform_mismatch", "image is for %s/%s, not linux/%s", img.OS, img.Architecture, arch)
+		return errcode.ImagePlatformMismatch.New("image is for %s/%s, not linux/%s", img.OS, img.Architecture, arch)
 	}
 	if len(img.RootFS.DiffIDs) != len(layers) {
-		return errcode.WithReason(errcode.Invalid, "image_invalid", "config lists %d diff IDs for %d layers", len(img.RootFS.DiffIDs), len(layers))
+		return errcode.ImageInvalid.New("config lists %d diff IDs for %d layers", len(img.RootFS.DiffIDs), len(layers))
 	}
 	for i, d := range img.RootFS.DiffIDs {
 		if _, err := blobName(d); err != nil {
@@ -316,10 +316,10 @@ func checkImage(img *v1.Image, layers []layer, arch string) error {
 // blobName returns the path of the blob with digest d in an OCI layout.
 func blobName(d digest.Digest) (string, error) {
 	if d.Algorithm() != digest.SHA256 {
-		return "", errcode.WithReason(errcode.Unimplemented, "digest_unsupported", "digest %q: only sha256 is supported", d)
+		return "", errcode.DigestUnsupported.New("digest %q: only sha256 is supported", d)
 	}
 	if err := d.Validate(); err != nil {
-		return "", errcode.WithReason(errcode.Invalid, "image_invalid", "malformed digest %q", d)
+		return "", errcode.ImageInvalid.New("malformed digest %q", d)
 	}
 	return "blobs/sha256/" + d.Encoded(), nil
 }
@@ -335,7 +335,7 @@ func readJSON(s source, name string, want *v1.Descriptor, v any) error {
 		}
 	}
 	if want != nil && want.Size > maxJSONBytes {
-		return errcode.WithReason(errcode.Invalid, "image_invalid", "%s is larger than %d bytes", name, maxJSONBytes)
+		return errcode.ImageInvalid.New("%s is larger than %d bytes", name, maxJSONBytes)
 	}
 	rc, err := s.Open(name)
 	if err != nil {
@@ -351,10 +351,10 @@ func readJSON(s source, name string, want *v1.Descriptor, v any) error {
 		return fmt.Errorf("reading %s: %w", name, err)
 	}
 	if len(data) > maxJSONBytes {
-		return errcode.WithReason(errcode.Invalid, "image_invalid", "%s is larger than %d bytes", name, maxJSONBytes)
+		return errcode.ImageInvalid.New("%s is larger than %d bytes", name, maxJSONBytes)
 	}
 	if err := json.Unmarshal(data, v); err != nil {
-		return errorf(errcode.Invalid, "image_invalid", err, "parsing %s: %v", name, err)
+		return errorf(errcode.ImageInvalid, err, "parsing %s: %v", name, err)
 	}
 	return nil
 }
@@ -380,8 +380,7 @@ func (v *verifier) Read(p []byte) (int, error) {
 	v.h.Write(p[:n])
 	v.n += int64(n)
 	if v.size >= 0 && v.n > v.size || err == io.EOF && !v.ok() {
-		return n, errcode.WithReason(errcode.Invalid, "blob_digest_mismatch",
-			"%s: read %d bytes with digest %s, want %d bytes with digest %s",
+		return n, errcode.BlobDigestMismatch.New("%s: read %d bytes with digest %s, want %d bytes with digest %s",
 			v.name, v.n, digest.NewDigest(digest.SHA256, v.h), v.size, v.want)
 	}
 	return n, err
@@ -392,8 +391,8 @@ func (v *verifier) ok() bool {
 }
 
 // errorf returns an errcode error with a reason and an underlying cause.
-func errorf(code errcode.Code, reason string, cause error, format string, args ...any) error {
-	e := errcode.WithReason(code, reason, format, args...)
+func errorf(reason errcode.Reason, cause error, format string, args ...any) error {
+	e := reason.New(format, args...)
 	e.Err = cause
 	return e
 }
@@ -433,7 +432,7 @@ func (d dirSource) Open(name string) (io.ReadCloser, error) {
 	}
 	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
 		f.Close()
-		return nil, errcode.WithReason(errcode.Invalid, "image_invalid", "%s is not a regular file", name)
+		return nil, errcode.ImageInvalid.New("%s is not a regular file", name)
 	}
 	return f, nil
 }
@@ -471,7 +470,7 @@ func openTar(name string) (*tarSource, error) {
 		}
 		if err != nil {
 			f.Close()
-			return nil, errorf(errcode.Invalid, "image_invalid", err, "reading %s as a tar archive: %v", name, err)
+			return nil, errorf(errcode.ImageInvalid, err, "reading %s as a tar archive: %v", name, err)
 		}
 		// tar.Reader reads headers exactly, so the file offset is now
 		// where this entry's content starts.
@@ -504,7 +503,7 @@ func (s *tarSource) Open(name string) (io.ReadCloser, error) {
 		}
 		name = f.link
 	}
-	return nil, errcode.WithReason(errcode.Invalid, "image_invalid", "%s: too many links", name)
+	return nil, errcode.ImageInvalid.New("%s: too many links", name)
 }
 
 func (s *tarSource) Close() error { return s.f.Close() }
@@ -543,8 +542,7 @@ func CheckMountPoints(root *os.Root, paths []string, whose string) error {
 			default:
 				what = "a special file"
 			}
-			return errcode.WithReason(errcode.Invalid, "image_mount_point_invalid",
-				"%s /%s is %s, not a directory: sandboxes mount over /%s", whose, dir, what, p)
+			return errcode.ImageMountPointInvalid.New("%s /%s is %s, not a directory: sandboxes mount over /%s", whose, dir, what, p)
 		}
 	}
 	return nil

@@ -96,7 +96,7 @@ func (a *applier) apply(ctx context.Context, s source, l layer) error {
 	}
 	br := bufio.NewReaderSize(blob, 64<<10)
 	err = a.applyStream(ctx, br, l.diffID)
-	if err == nil || errcode.ReasonOf(err) == "image_invalid" {
+	if err == nil || errcode.Has(err, errcode.ImageInvalid) {
 		// Read the blob to its end so that its verifier has its say. A
 		// corrupt blob usually trips the decompressor first: blame the
 		// digest then, not the data.
@@ -152,7 +152,7 @@ func (a *applier) decodeError(err error) error {
 	if errors.As(err, new(*errcode.Error)) {
 		return err
 	}
-	return errorf(errcode.Invalid, "image_invalid", err, "layer %s: %v", a.layer, err)
+	return errorf(errcode.ImageInvalid, err, "layer %s: %v", a.layer, err)
 }
 
 func (a *applier) applyTar(ctx context.Context, tr *tar.Reader) error {
@@ -170,7 +170,7 @@ func (a *applier) applyTar(ctx context.Context, tr *tar.Reader) error {
 		}
 		a.entries++
 		if a.entries > maxEntries {
-			return errcode.WithReason(errcode.PayloadTooLarge, "image_too_many_entries", "image has more than %d entries (layer %s)", maxEntries, a.layer)
+			return errcode.ImageTooManyEntries.New("image has more than %d entries (layer %s)", maxEntries, a.layer)
 		}
 		if err := a.entry(hdr, tr); err != nil {
 			if errors.As(err, new(*errcode.Error)) {
@@ -210,19 +210,19 @@ func (a *applier) entry(hdr *tar.Header, r io.Reader) error {
 // taken relative to the image root, as Docker does; ".." is refused.
 func (a *applier) clean(name string) (string, error) {
 	if len(name) > maxNameBytes {
-		return "", a.invalid("image_invalid", name, "name longer than %d bytes", maxNameBytes)
+		return "", a.invalid(errcode.ImageInvalid, name, "name longer than %d bytes", maxNameBytes)
 	}
 	rel := strings.TrimLeft(name, "/")
 	for c := range strings.SplitSeq(rel, "/") {
 		if c == ".." {
-			return "", a.invalid("unsafe_path", name, "path has a .. component")
+			return "", a.invalid(errcode.UnsafePath, name, "path has a .. component")
 		}
 	}
 	return path.Clean(rel), nil // "" becomes "."
 }
 
-func (a *applier) invalid(reason, name, format string, args ...any) error {
-	return errcode.WithReason(errcode.Invalid, reason, "layer %s: entry %.200q: %s", a.layer, name, fmt.Sprintf(format, args...))
+func (a *applier) invalid(reason errcode.Reason, name, format string, args ...any) error {
+	return reason.New("layer %s: entry %.200q: %s", a.layer, name, fmt.Sprintf(format, args...))
 }
 
 // parents checks that every parent directory of name is a real directory,
@@ -254,9 +254,9 @@ func (a *applier) parents(name string, create bool) error {
 		case err != nil:
 			return err
 		case fi.Mode().Type() == fs.ModeSymlink:
-			return a.invalid("unsafe_path", name, "parent %q is a symlink", dir)
+			return a.invalid(errcode.UnsafePath, name, "parent %q is a symlink", dir)
 		case !fi.IsDir():
-			return a.invalid("image_invalid", name, "parent %q is not a directory", dir)
+			return a.invalid(errcode.ImageInvalid, name, "parent %q is not a directory", dir)
 		}
 		a.known[dir] = true
 	}
@@ -287,7 +287,7 @@ func (a *applier) replace(name string, dir bool) (bool, error) {
 	case fi.IsDir() && dir:
 		return true, nil
 	case name == ".":
-		return false, a.invalid("image_invalid", name, "replaces the root directory")
+		return false, a.invalid(errcode.ImageInvalid, name, "replaces the root directory")
 	case fi.IsDir():
 		a.forget(name)
 		return false, a.root.RemoveAll(name)
@@ -358,8 +358,7 @@ func (a *applier) mkdir(name string, hdr *tar.Header) error {
 func (a *applier) writeFile(name string, hdr *tar.Header, r io.Reader) error {
 	a.total += hdr.Size
 	if a.total > a.max {
-		return errcode.WithReason(errcode.PayloadTooLarge, "image_too_large",
-			"image unpacks to more than %d bytes (layer %s, entry %.200q)", a.max, a.layer, name)
+		return errcode.ImageTooLarge.New("image unpacks to more than %d bytes (layer %s, entry %.200q)", a.max, a.layer, name)
 	}
 	if _, err := a.replace(name, false); err != nil {
 		return err
@@ -393,7 +392,7 @@ func (a *applier) writeFile(name string, hdr *tar.Header, r io.Reader) error {
 
 func (a *applier) symlink(name, target string) error {
 	if len(target) > maxNameBytes {
-		return a.invalid("image_invalid", name, "symlink target longer than %d bytes", maxNameBytes)
+		return a.invalid(errcode.ImageInvalid, name, "symlink target longer than %d bytes", maxNameBytes)
 	}
 	if _, err := a.replace(name, false); err != nil {
 		return err
@@ -415,11 +414,11 @@ func (a *applier) link(name, target string) error {
 	fi, err := a.lstat(target)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return a.invalid("image_invalid", name, "hard link target %q does not exist", target)
+		return a.invalid(errcode.ImageInvalid, name, "hard link target %q does not exist", target)
 	case err != nil:
 		return err
 	case !fi.Mode().IsRegular():
-		return a.invalid("unsafe_path", name, "hard link target %q is not a regular file", target)
+		return a.invalid(errcode.UnsafePath, name, "hard link target %q is not a regular file", target)
 	case target == name:
 		return nil
 	}
@@ -444,7 +443,7 @@ func (a *applier) whiteout(name string) error {
 	}
 	hidden := strings.TrimPrefix(base, whiteoutPrefix)
 	if hidden == "" || hidden == "." || hidden == ".." {
-		return a.invalid("unsafe_path", name, "whiteout of %q", hidden)
+		return a.invalid(errcode.UnsafePath, name, "whiteout of %q", hidden)
 	}
 	target := path.Join(dir, hidden)
 	if a.touched[target] {

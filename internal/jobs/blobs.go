@@ -63,8 +63,7 @@ func (b *Blobs) Put(ctx context.Context, r io.Reader, limit int64, name string) 
 		return apitype.FileRef{}, errcode.Wrap(errcode.Invalid, err, "reading the file failed")
 	}
 	if n > limit {
-		return apitype.FileRef{}, errcode.WithReason(errcode.PayloadTooLarge, "file_too_large",
-			"the file is larger than %d bytes", limit)
+		return apitype.FileRef{}, errcode.FileTooLarge.New("the file is larger than %d bytes", limit)
 	}
 	if err := tmp.Sync(); err != nil {
 		return apitype.FileRef{}, err
@@ -91,14 +90,14 @@ func (b *Blobs) Put(ctx context.Context, r io.Reader, limit int64, name string) 
 // file is missing is NotFound.
 func (b *Blobs) Ref(ctx context.Context, sha string) (apitype.FileRef, error) {
 	if !ValidSHA(sha) {
-		return apitype.FileRef{}, errcode.WithReason(errcode.Invalid, "invalid_sha256", "%q is not a lower-case hex SHA-256", sha)
+		return apitype.FileRef{}, errcode.InvalidSHA256.New("%q is not a lower-case hex SHA-256", sha)
 	}
 	rec, err := b.store.GetBlob(ctx, sha)
 	if err != nil {
 		return apitype.FileRef{}, err
 	}
 	if _, err := os.Stat(b.Path(sha)); err != nil {
-		return apitype.FileRef{}, errcode.WithReason(errcode.NotFound, "file_not_found", "file %s is gone", sha)
+		return apitype.FileRef{}, errcode.FileNotFound.New("file %s is gone", sha)
 	}
 	return apitype.FileRef{SHA256: sha, Size: rec.Size, MIME: rec.MIME}, nil
 }
@@ -106,11 +105,11 @@ func (b *Blobs) Ref(ctx context.Context, sha string) (apitype.FileRef, error) {
 // Open opens a stored blob.
 func (b *Blobs) Open(sha string) (*os.File, error) {
 	if !ValidSHA(sha) {
-		return nil, errcode.WithReason(errcode.Invalid, "invalid_sha256", "%q is not a lower-case hex SHA-256", sha)
+		return nil, errcode.InvalidSHA256.New("%q is not a lower-case hex SHA-256", sha)
 	}
 	f, err := os.Open(b.Path(sha))
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, errcode.WithReason(errcode.NotFound, "file_not_found", "file %s not found", sha)
+		return nil, errcode.FileNotFound.New("file %s not found", sha)
 	}
 	return f, err
 }

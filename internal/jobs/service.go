@@ -417,18 +417,15 @@ func (s *Service) Actions() []apitype.ActionHealth {
 // healthError turns an unavailable action's health into the error a
 // refused job gets.
 func healthError(h apitype.ActionHealth) error {
-	code := errcode.Unavailable
-	switch h.Reason {
-	case ActionMissing:
-		code = errcode.NotFound
-	case ActionInvalid, ProfileMissing, VersionMismatch:
-		code = errcode.Unavailable
-	}
 	msg := h.Message
 	if h.Hint != "" {
 		msg += " (" + h.Hint + ")"
 	}
-	return errcode.WithReason(code, h.Reason, "action %s is unavailable: %s", h.Name, msg)
+	r, ok := errcode.Named(h.Reason)
+	if !ok {
+		return errcode.New(errcode.Unavailable, "action %s is unavailable: %s", h.Name, msg)
+	}
+	return r.New("action %s is unavailable: %s", h.Name, msg)
 }
 
 // Principal is who submits or reads jobs.
@@ -531,8 +528,7 @@ func (s *Service) Submit(ctx context.Context, who Principal, req apitype.CreateJ
 		refs = append(refs, ref)
 	}
 	if total > MaxInputBytes {
-		return nil, false, errcode.WithReason(errcode.PayloadTooLarge, "inputs_too_large",
-			"the inputs come to %d bytes; at most %d", total, MaxInputBytes)
+		return nil, false, errcode.InputsTooLarge.New("the inputs come to %d bytes; at most %d", total, MaxInputBytes)
 	}
 	digest := requestDigest(a, opts, refs)
 	if req.BusinessID != "" {
@@ -545,7 +541,7 @@ func (s *Service) Submit(ctx context.Context, who Principal, req apitype.CreateJ
 		Tenant: who.Tenant, Owner: who.User, BusinessID: req.BusinessID, RequestSHA256: digest, Inputs: refs,
 		Options: opts, MaxAttempts: s.cfg.MaxAttempts, CreatedAt: now, UpdatedAt: now}
 	err = s.store.InsertJob(ctx, j, apitype.JobEvent{Type: apitype.JobQueued, At: now})
-	if errcode.ReasonOf(err) == "business_id_taken" {
+	if errcode.Has(err, errcode.BusinessIDTaken) {
 		if prev, gerr := s.store.JobByBusinessID(ctx, who.Tenant, req.BusinessID); gerr == nil {
 			return s.repeat(prev, digest)
 		}
@@ -569,8 +565,7 @@ func (s *Service) Submit(ctx context.Context, who Principal, req apitype.CreateJ
 // repeat answers a request whose business_id names an earlier job.
 func (s *Service) repeat(j *Job, digest string) (*Job, bool, error) {
 	if j.RequestSHA256 != digest {
-		return nil, false, errcode.WithReason(errcode.Conflict, "business_id_conflict",
-			"business_id %q names job %s, made from other inputs or options", j.BusinessID, j.ID)
+		return nil, false, errcode.BusinessIDConflict.New("business_id %q names job %s, made from other inputs or options", j.BusinessID, j.ID)
 	}
 	return j, true, nil
 }
@@ -654,7 +649,7 @@ func (s *Service) Get(ctx context.Context, who Principal, id string) (*Job, erro
 		return nil, err
 	}
 	if !who.Admin && j.Owner != who.User {
-		return nil, errcode.WithReason(errcode.NotFound, "job_not_found", "job %q not found", id)
+		return nil, errcode.JobNotFound.New("job %q not found", id)
 	}
 	return j, nil
 }
@@ -767,11 +762,11 @@ func (s *Service) Cancel(ctx context.Context, who Principal, id string) (*Job, e
 		case apitype.JobCanceled:
 			return j, nil
 		case apitype.JobSucceeded, apitype.JobFailed:
-			return nil, errcode.WithReason(errcode.Conflict, "job_finished", "job %s already %s", id, j.State)
+			return nil, errcode.JobFinished.New("job %s already %s", id, j.State)
 		case apitype.JobQueued, apitype.JobWaiting:
 			nj, err := s.change(ctx, id, Change{From: []string{apitype.JobQueued, apitype.JobWaiting}, To: apitype.JobCanceled,
 				Event: apitype.JobEvent{Message: "canceled before it started"}})
-			if errcode.ReasonOf(err) == "job_state" {
+			if errcode.Has(err, errcode.JobState) {
 				j, err = s.store.GetJob(ctx, id)
 				if err != nil {
 					return nil, err
@@ -796,8 +791,7 @@ func (s *Service) Cancel(ctx context.Context, who Principal, id string) (*Job, e
 				// daemon is stopping (the next start requeues it). Look
 				// again shortly, for a while.
 				if tries++; tries > 200 || ctx.Err() != nil {
-					return nil, errcode.WithReason(errcode.Unavailable, "job_busy",
-						"job %s is %s and not running here; try again", id, j.State)
+					return nil, errcode.JobBusy.New("job %s is %s and not running here; try again", id, j.State)
 				}
 				time.Sleep(10 * time.Millisecond)
 				if j, err = s.store.GetJob(ctx, id); err != nil {

@@ -191,7 +191,7 @@ func (s *Service) failedBefore(ctx context.Context, id, reason string) bool {
 // ignoreState turns "the job moved on under us" into success: someone
 // else (a cancel, a newer queue job) owns the outcome.
 func ignoreState(err error) error {
-	if errcode.ReasonOf(err) == "job_state" || errcode.Is(err, errcode.NotFound) {
+	if errcode.Has(err, errcode.JobState) || errcode.Is(err, errcode.NotFound) {
 		return nil
 	}
 	return err

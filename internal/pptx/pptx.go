@@ -123,10 +123,9 @@ func Write(w io.Writer, d Deck) error {
 func validate(d Deck) (width, height int64, err error) {
 	switch {
 	case len(d.Slides) == 0:
-		return 0, 0, errcode.WithReason(errcode.Invalid, "deck_invalid", "deck has no slides")
+		return 0, 0, errcode.DeckInvalid.New("deck has no slides")
 	case len(d.Slides) > MaxSlides:
-		return 0, 0, errcode.WithReason(errcode.PayloadTooLarge, "deck_too_large",
-			"deck has %d slides, more than %d", len(d.Slides), MaxSlides)
+		return 0, 0, errcode.DeckTooLarge.New("deck has %d slides, more than %d", len(d.Slides), MaxSlides)
 	}
 	width, height = d.Width, d.Height
 	if width == 0 && height == 0 {
@@ -137,13 +136,12 @@ func validate(d Deck) (width, height int64, err error) {
 		v    int64
 	}{{"width", width}, {"height", height}} {
 		if side.v < MinSize || side.v > MaxSize {
-			return 0, 0, errcode.WithReason(errcode.Invalid, "deck_invalid",
-				"slide %s %d EMU is outside %d..%d (1 to 56 inches)", side.name, side.v, MinSize, MaxSize)
+			return 0, 0, errcode.DeckInvalid.New("slide %s %d EMU is outside %d..%d (1 to 56 inches)", side.name, side.v, MinSize, MaxSize)
 		}
 	}
 	for i, s := range d.Slides {
 		if _, err := png.DecodeConfig(bytes.NewReader(s.Image)); err != nil {
-			return 0, 0, errcode.WithReason(errcode.Invalid, "deck_invalid", "slide %d: image is not a PNG: %v", i+1, err)
+			return 0, 0, errcode.DeckInvalid.New("slide %d: image is not a PNG: %v", i+1, err)
 		}
 	}
 	return width, height, nil

@@ -169,7 +169,7 @@ func (m *Manager) Create(ctx context.Context, spec CreateSpec) (sb *Sandbox, cre
 	}
 	rt, ok := m.runtimes[spec.Runtime]
 	if !ok {
-		return nil, false, errcode.WithReason(errcode.Invalid, "runtime_unknown", "runtime %q is not known; see GET /v1/system", spec.Runtime)
+		return nil, false, errcode.RuntimeUnknown.New("runtime %q is not known; see GET /v1/system", spec.Runtime)
 	}
 	if err := rt.Available(); err != nil {
 		return nil, false, err
@@ -196,7 +196,7 @@ func (m *Manager) Create(ctx context.Context, spec CreateSpec) (sb *Sandbox, cre
 	// A claim keeps the template's env too: env is applied per command.
 	if pool := m.poolFor(spec); pool != "" {
 		sb, ok, err := m.claim(ctx, pool, spec)
-		if errcode.ReasonOf(err) == "name_taken" {
+		if errcode.Has(err, errcode.NameTaken) {
 			if existing, gerr := m.store.GetSandboxByName(ctx, spec.Name); gerr == nil {
 				return existing, false, nil
 			}
@@ -226,7 +226,7 @@ func (m *Manager) Create(ctx context.Context, spec CreateSpec) (sb *Sandbox, cre
 		return nil, false, errcode.InvalidFields(map[string]string{"resources": "the process runtime enforces no limits; use runtime container or gvisor"})
 	}
 	err = m.insertWithinLimit(ctx, sb)
-	if errcode.ReasonOf(err) == "sandbox_limit" && spec.pool == "" {
+	if errcode.Has(err, errcode.SandboxLimit) && spec.pool == "" {
 		// A caller comes before the pool: the room a pool member gives up
 		// is held for this create until it inserts.
 		m.evicting.Add(1)
@@ -236,7 +236,7 @@ func (m *Manager) Create(ctx context.Context, spec CreateSpec) (sb *Sandbox, cre
 		m.evicting.Add(-1)
 	}
 	if err != nil {
-		if errcode.ReasonOf(err) == "name_taken" {
+		if errcode.Has(err, errcode.NameTaken) {
 			if existing, gerr := m.store.GetSandboxByName(ctx, spec.Name); gerr == nil {
 				return existing, false, nil
 			}
@@ -285,8 +285,7 @@ func (m *Manager) insertWithinLimit(ctx context.Context, sb *Sandbox) error {
 		live += int(m.evicting.Load()) // room held for callers
 	}
 	if live >= m.cfg.MaxSandboxes {
-		return errcode.WithReason(errcode.ResourceExhausted, "sandbox_limit",
-			"%d sandboxes exist, the maximum (--max-sandboxes); delete one first", live)
+		return errcode.SandboxLimit.New("%d sandboxes exist, the maximum (--max-sandboxes); delete one first", live)
 	}
 	if sb.Resources != (Resources{}) {
 		// Each isolated sandbox runs as a host uid of its own, unused by

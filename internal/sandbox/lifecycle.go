@@ -57,8 +57,7 @@ func (m *Manager) stoppable(sb *Sandbox) error {
 		return nil
 	}
 	if err := m.runtimeGone(sb); err != nil {
-		return errcode.WithReason(errcode.Unavailable, "runtime_gone",
-			"%s; nothing was deleted: make the runtime available (berth doctor), restart berth serve, and delete it again", errcode.MessageOf(err))
+		return errcode.RuntimeGone.New("%s; nothing was deleted: make the runtime available (berth doctor), restart berth serve, and delete it again", errcode.MessageOf(err))
 	}
 	return nil
 }
@@ -74,8 +73,7 @@ func (m *Manager) runtimeGone(sb *Sandbox) error {
 	} else if why = rt.Available(); why == nil {
 		return nil
 	}
-	return errcode.WithReason(errcode.Unavailable, "runtime_gone",
-		"sandbox %s runs on %s, which is not available to this daemon (%s)", sb.ID, sb.Runtime, errcode.MessageOf(why))
+	return errcode.RuntimeGone.New("sandbox %s runs on %s, which is not available to this daemon (%s)", sb.ID, sb.Runtime, errcode.MessageOf(why))
 }
 
 // Agent returns the client of sandbox id's agent once the sandbox is
@@ -150,7 +148,7 @@ func (m *Manager) bringUp(ctx context.Context, id, from string) error {
 func (m *Manager) runtimeOf(sb *Sandbox) (Runtime, error) {
 	rt, ok := m.runtimes[sb.Runtime]
 	if !ok {
-		return nil, errcode.WithReason(errcode.Unavailable, "runtime_gone", "runtime %q of sandbox %s is gone from this daemon", sb.Runtime, sb.ID)
+		return nil, errcode.RuntimeGone.New("runtime %q of sandbox %s is gone from this daemon", sb.Runtime, sb.ID)
 	}
 	return rt, nil
 }
@@ -170,7 +168,7 @@ func (m *Manager) Hibernate(ctx context.Context, id string) error {
 		return nil
 	case apitype.StateRunning, apitype.StatePaused:
 	default:
-		return errcode.WithReason(errcode.Conflict, "sandbox_not_running", "sandbox %s is %s", id, sb.State)
+		return errcode.SandboxNotRunning.New("sandbox %s is %s", id, sb.State)
 	}
 	m.mu.Lock()
 	if c, ok := m.agents[id]; ok {
@@ -207,18 +205,18 @@ type pauser interface {
 // Pause freezes a running sandbox (its cgroup): processes keep their
 // memory and use no CPU. Pausing a paused sandbox is a no-op.
 func (m *Manager) Pause(ctx context.Context, id string) error {
-	return m.freeze(ctx, id, apitype.StateRunning, apitype.StatePaused, "sandbox_not_running", pauser.Pause)
+	return m.freeze(ctx, id, apitype.StateRunning, apitype.StatePaused, errcode.SandboxNotRunning, pauser.Pause)
 }
 
 // Resume thaws a paused sandbox. Resuming a running sandbox is a no-op.
 func (m *Manager) Resume(ctx context.Context, id string) error {
-	return m.freeze(ctx, id, apitype.StatePaused, apitype.StateRunning, "sandbox_not_paused", pauser.Resume)
+	return m.freeze(ctx, id, apitype.StatePaused, apitype.StateRunning, errcode.SandboxNotPaused, pauser.Resume)
 }
 
 // freeze moves a sandbox from state from to state to through the
 // runtime's pause or resume (do); a sandbox already in state to is left
 // alone, one in any other state is a conflict with reason notFrom.
-func (m *Manager) freeze(ctx context.Context, id, from, to, notFrom string,
+func (m *Manager) freeze(ctx context.Context, id, from, to string, notFrom errcode.Reason,
 	do func(pauser, context.Context, *Sandbox, Layout) error) error {
 	unlock := m.lock(id)
 	defer unlock()
@@ -231,12 +229,11 @@ func (m *Manager) freeze(ctx context.Context, id, from, to, notFrom string,
 		return nil
 	case from:
 	default:
-		return errcode.WithReason(errcode.Conflict, notFrom, "sandbox %s is %s", id, sb.State)
+		return notFrom.New("sandbox %s is %s", id, sb.State)
 	}
 	p, ok := m.runtimes[sb.Runtime].(pauser)
 	if !ok {
-		return errcode.WithReason(errcode.Unimplemented, "pause_unsupported",
-			"the %s runtime cannot pause sandboxes (it has no cgroup to freeze)", sb.Runtime)
+		return errcode.PauseUnsupported.New("the %s runtime cannot pause sandboxes (it has no cgroup to freeze)", sb.Runtime)
 	}
 	if err := do(p, ctx, sb, LayoutFor(m.cfg.DataDir, id)); err != nil {
 		return errcode.Wrap(errcode.Unavailable, err, "sandbox %s: %s failed", id, to)
@@ -258,7 +255,7 @@ func (m *Manager) agentOf(sb *Sandbox) (*agent.Client, error) {
 		if sb.Reason != "" {
 			msg += " (" + sb.Reason + ")"
 		}
-		return nil, errcode.WithReason(errcode.Conflict, "sandbox_not_running", "%s", msg)
+		return nil, errcode.SandboxNotRunning.New("%s", msg)
 	}
 	return c, nil
 }

@@ -280,7 +280,7 @@ func (m *Manager) fillOne(ctx context.Context) bool {
 			tmpl = ""
 		}
 		_, _, err := m.Create(ctx, CreateSpec{Template: tmpl, Idle: &IdlePolicy{}, pool: key})
-		if ctx.Err() != nil || errcode.ReasonOf(err) == "sandbox_limit" {
+		if ctx.Err() != nil || errcode.Has(err, errcode.SandboxLimit) {
 			return false // no spare room after all: a caller took it
 		}
 		if err != nil {

@@ -100,8 +100,7 @@ func QuarantinedEntry(dataDir, name string) (QuarantineEntry, error) {
 			return q, nil
 		}
 	}
-	return QuarantineEntry{}, errcode.WithReason(errcode.NotFound, "quarantine_entry_not_found",
-		"%s has no quarantine entry %q (berth quarantine ls lists them)", QuarantineDir(dataDir), name)
+	return QuarantineEntry{}, errcode.QuarantineEntryNotFound.New("%s has no quarantine entry %q (berth quarantine ls lists them)", QuarantineDir(dataDir), name)
 }
 
 // RestoreQuarantined moves quarantine entry name of dataDir back to its
@@ -116,22 +115,19 @@ func RestoreQuarantined(dataDir, name string, known func(id string) (bool, error
 		return "", err
 	}
 	if q.SandboxID == "" {
-		return "", errcode.WithReason(errcode.Invalid, "quarantine_entry_unnamed",
-			"quarantine entry %q is not named <time>-<sandbox id>; move it by hand", name)
+		return "", errcode.QuarantineEntryUnnamed.New("quarantine entry %q is not named <time>-<sandbox id>; move it by hand", name)
 	}
 	ok, err := known(q.SandboxID)
 	if err != nil {
 		return "", err
 	}
 	if !ok {
-		return "", errcode.WithReason(errcode.Conflict, "sandbox_not_in_database",
-			"the database does not know sandbox %s, so the next start would move its directory aside again; "+
-				"restore a backup that knows it first (berth restore FILE), or copy what you need out of %s", q.SandboxID, q.Path)
+		return "", errcode.SandboxNotInDatabase.New("the database does not know sandbox %s, so the next start would move its directory aside again; "+
+			"restore a backup that knows it first (berth restore FILE), or copy what you need out of %s", q.SandboxID, q.Path)
 	}
 	l := LayoutFor(dataDir, q.SandboxID)
 	if _, err := os.Lstat(l.Dir); err == nil {
-		return "", errcode.WithReason(errcode.Conflict, "sandbox_directory_exists",
-			"sandbox %s already has a directory %s; nothing was moved", q.SandboxID, l.Dir)
+		return "", errcode.SandboxDirectoryExists.New("sandbox %s already has a directory %s; nothing was moved", q.SandboxID, l.Dir)
 	}
 	if err := os.MkdirAll(filepath.Dir(l.Dir), 0o700); err != nil {
 		return "", err

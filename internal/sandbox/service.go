@@ -50,8 +50,7 @@ func (m *Manager) PutService(ctx context.Context, sandboxID string, spec apitype
 			return apitype.Service{}, false, err
 		}
 		if len(intents) >= apitype.MaxServices {
-			return apitype.Service{}, false, errcode.WithReason(errcode.ResourceExhausted, "too_many_services",
-				"sandbox %s has %d services, the maximum; delete one first", sandboxID, len(intents))
+			return apitype.Service{}, false, errcode.TooManyServices.New("sandbox %s has %d services, the maximum; delete one first", sandboxID, len(intents))
 		}
 	}
 	intent := &ServiceIntent{SandboxID: sandboxID, Spec: spec}
@@ -173,7 +172,7 @@ func (m *Manager) setServiceStopped(ctx context.Context, sandboxID, name string,
 		return apitype.Service{}, err
 	}
 	if intent == nil {
-		return apitype.Service{}, errcode.WithReason(errcode.NotFound, "service_not_found", "service %q not found", name)
+		return apitype.Service{}, errcode.ServiceNotFound.New("service %q not found", name)
 	}
 	svc, err := do(c, ctx, name)
 	if errcode.Is(err, errcode.NotFound) {

@@ -146,7 +146,7 @@ func (m *Manager) readyTemplate(ctx context.Context, name string) (*Template, er
 		return nil, err
 	}
 	if t.State != apitype.TemplateReady {
-		return nil, errcode.WithReason(errcode.Conflict, "template_not_ready", "template %q is %s", t.Name, t.State)
+		return nil, errcode.TemplateNotReady.New("template %q is %s", t.Name, t.State)
 	}
 	return t, nil
 }
@@ -179,14 +179,14 @@ func (m *Manager) rootSpec(ctx context.Context, id string) (RootSpec, error) {
 // DeleteTemplate removes a template no sandbox or other template uses.
 func (m *Manager) DeleteTemplate(ctx context.Context, name string) error {
 	if name == BaseTemplate {
-		return errcode.WithReason(errcode.Conflict, "template_builtin", "the base template is built in")
+		return errcode.TemplateBuiltin.New("the base template is built in")
 	}
 	t, err := m.store.GetTemplate(ctx, name)
 	if err != nil {
 		return err
 	}
 	if t.State == apitype.TemplateBuilding {
-		return errcode.WithReason(errcode.Conflict, "template_building", "template %q is still building", t.Name)
+		return errcode.TemplateBuilding.New("template %q is still building", t.Name)
 	}
 	sbs, err := m.store.ListSandboxes(ctx)
 	if err != nil {
@@ -194,8 +194,7 @@ func (m *Manager) DeleteTemplate(ctx context.Context, name string) error {
 	}
 	for _, sb := range sbs {
 		if sb.Template == t.ID {
-			return errcode.WithReason(errcode.Conflict, "template_in_use",
-				"sandbox %s uses template %q; delete it first", sb.ID, t.Name)
+			return errcode.TemplateInUse.New("sandbox %s uses template %q; delete it first", sb.ID, t.Name)
 		}
 	}
 	all, err := m.store.ListTemplates(ctx)
@@ -204,12 +203,12 @@ func (m *Manager) DeleteTemplate(ctx context.Context, name string) error {
 	}
 	for _, o := range all {
 		if o.Base == t.ID {
-			return errcode.WithReason(errcode.Conflict, "template_in_use", "template %q is built on %q", o.Name, t.Name)
+			return errcode.TemplateInUse.New("template %q is built on %q", o.Name, t.Name)
 		}
 	}
 	for _, p := range m.cfg.Pools {
 		if p.Template == t.Name {
-			return errcode.WithReason(errcode.Conflict, "template_in_use", "a warm pool keeps sandboxes of %q", t.Name)
+			return errcode.TemplateInUse.New("a warm pool keeps sandboxes of %q", t.Name)
 		}
 	}
 	if err := m.store.DeleteTemplate(ctx, t.ID); err != nil {
@@ -227,7 +226,7 @@ func (m *Manager) CheckNewTemplateName(ctx context.Context, name string) error {
 		return errcode.InvalidFields(p)
 	}
 	if _, err := m.store.GetTemplate(ctx, name); err == nil {
-		return errcode.WithReason(errcode.Conflict, "template_exists", "a template named %q exists; remove it first", name)
+		return errcode.TemplateExists.New("a template named %q exists; remove it first", name)
 	} else if !errcode.Is(err, errcode.NotFound) {
 		return err
 	}
@@ -302,8 +301,7 @@ func (m *Manager) BuildTemplate(ctx context.Context, req apitype.BuildTemplateRe
 	}
 	rt, ok := m.runtimes["container"]
 	if !ok || rt.Available() != nil {
-		return nil, errcode.WithReason(errcode.Unimplemented, "runtime_unavailable",
-			"template builds run in the container runtime, which is not available here; see berth doctor")
+		return nil, errcode.RuntimeUnavailable.New("template builds run in the container runtime, which is not available here; see berth doctor")
 	}
 	base, err := m.readyTemplate(ctx, req.From)
 	if err != nil {

@@ -139,8 +139,7 @@ func (r *UIDRegistry) Lease(dataDir, sandboxID string, exclude map[int]bool) (in
 			}
 		}
 		if uid == 0 {
-			return false, errcode.WithReason(errcode.ResourceExhausted, "uid_range_exhausted",
-				"every sandbox uid (%d-%d) is leased or in use on this host; delete sandboxes first", r.first, r.first+r.count-1)
+			return false, errcode.UIDRangeExhausted.New("every sandbox uid (%d-%d) is leased or in use on this host; delete sandboxes first", r.first, r.first+r.count-1)
 		}
 		s.Leases = append(s.Leases, UIDLease{UID: uid, DataDir: dataDir, SandboxID: sandboxID, Since: time.Now().UTC()})
 		return true, nil

@@ -8,7 +8,7 @@ import (
 	"github.com/berthdev/berth/internal/errcode"
 )
 
-var errUIDRegistryLinuxOnly = errcode.WithReason(errcode.Unimplemented, "uid_registry_unsupported", "the sandbox uid registry needs Linux")
+var errUIDRegistryLinuxOnly = errcode.UIDRegistryUnsupported.New("the sandbox uid registry needs Linux")
 
 func lockRegistry(string) (*os.File, error) { return nil, errUIDRegistryLinuxOnly }
 func writeRegistry(string, []byte) error    { return errUIDRegistryLinuxOnly }

@@ -65,8 +65,7 @@ func Verify(ctx context.Context, path string) (Summary, error) {
 		return Summary{}, notBerth(path, err)
 	}
 	if check != "ok" {
-		return Summary{}, errcode.WithReason(errcode.Invalid, "database_corrupt",
-			"%s fails SQLite's integrity check: %s", path, check)
+		return Summary{}, errcode.DatabaseCorrupt.New("%s fails SQLite's integrity check: %s", path, check)
 	}
 	s, err := summarize(ctx, db, path)
 	if err != nil {
@@ -85,8 +84,7 @@ func Verify(ctx context.Context, path string) (Summary, error) {
 			found = found || name == "migrations/"+v+".sql"
 		}
 		if !found {
-			return Summary{}, errcode.WithReason(errcode.Invalid, "database_newer_than_berth",
-				"%s has schema version %s, which this build of berth does not know; use a newer berth", path, v)
+			return Summary{}, errcode.DatabaseNewerThanBerth.New("%s has schema version %s, which this build of berth does not know; use a newer berth", path, v)
 		}
 	}
 	return s, nil
@@ -103,8 +101,7 @@ func Backup(ctx context.Context, src, dst string) (Summary, error) {
 		return Summary{}, err
 	}
 	if _, err := os.Lstat(dst); err == nil {
-		return Summary{}, errcode.WithReason(errcode.Conflict, "backup_file_exists",
-			"%s exists; berth backup never overwrites a file, name a new one", dst)
+		return Summary{}, errcode.BackupFileExists.New("%s exists; berth backup never overwrites a file, name a new one", dst)
 	}
 	// VACUUM INTO writes into an empty file with that file's mode.
 	tmp, err := os.CreateTemp(filepath.Dir(dst), "."+filepath.Base(dst)+".tmp-*")
@@ -134,8 +131,7 @@ func Backup(ctx context.Context, src, dst string) (Summary, error) {
 	// A link fails if dst appeared meanwhile, where a rename would replace it.
 	if err := os.Link(tmpPath, dst); err != nil {
 		if errors.Is(err, fs.ErrExist) {
-			return Summary{}, errcode.WithReason(errcode.Conflict, "backup_file_exists",
-				"%s exists; berth backup never overwrites a file, name a new one", dst)
+			return Summary{}, errcode.BackupFileExists.New("%s exists; berth backup never overwrites a file, name a new one", dst)
 		}
 		return Summary{}, fmt.Errorf("writing %s: %w", dst, err)
 	}
@@ -209,8 +205,7 @@ func notBerth(path string, err error) error {
 	if strings.Contains(msg, "file is not a database") {
 		msg = "not a SQLite database"
 	}
-	return &errcode.Error{Code: errcode.Invalid, Reason: "not_a_berth_database",
-		Message: fmt.Sprintf("%s is not a Berth database (%s)", path, msg), Err: err}
+	return errcode.NotABerthDatabase.Wrap(err, "%s is not a Berth database (%s)", path, msg)
 }
 
 // syncFile fsyncs the file or directory at path.

@@ -73,7 +73,7 @@ func (db *DB) InsertJob(ctx context.Context, j *jobs.Job, ev apitype.JobEvent) e
 		return insertEvent(ctx, tx, j.ID, ev)
 	})
 	if err != nil && strings.Contains(err.Error(), "UNIQUE constraint failed: jobs.tenant, jobs.business_key") {
-		return errcode.WithReason(errcode.Conflict, "business_id_taken", "business_id %q is in use", j.BusinessID)
+		return errcode.BusinessIDTaken.New("business_id %q is in use", j.BusinessID)
 	}
 	return err
 }
@@ -94,13 +94,13 @@ func insertEvent(ctx context.Context, tx *sql.Tx, id string, ev apitype.JobEvent
 
 func (db *DB) GetJob(ctx context.Context, id string) (*jobs.Job, error) {
 	j, err := scanJob(db.db.QueryRowContext(ctx, `SELECT `+jobColumns+` FROM jobs WHERE id = $1`, id))
-	return j, notFound(err, "job", id)
+	return j, notFound(err, errcode.JobNotFound, "job", id)
 }
 
 func (db *DB) JobByBusinessID(ctx context.Context, tenant, businessID string) (*jobs.Job, error) {
 	j, err := scanJob(db.w.QueryRowContext(ctx, `SELECT `+jobColumns+` FROM jobs WHERE tenant = $1 AND business_key = $2`,
 		tenant, businessID))
-	return j, notFound(err, "job", businessID)
+	return j, notFound(err, errcode.JobNotFound, "job", businessID)
 }
 
 func (db *DB) ListJobs(ctx context.Context, f jobs.Filter) ([]*jobs.Job, error) {
@@ -165,15 +165,15 @@ func (db *DB) ChangeJob(ctx context.Context, id string, c jobs.Change) (*jobs.Jo
 	err := db.tx(ctx, func(tx *sql.Tx) error {
 		j, err := scanJob(tx.QueryRowContext(ctx, `SELECT `+jobColumns+` FROM jobs WHERE id = $1`, id))
 		if err != nil {
-			return notFound(err, "job", id)
+			return notFound(err, errcode.JobNotFound, "job", id)
 		}
 		if len(c.From) > 0 && !slices.Contains(c.From, j.State) {
-			return errcode.WithReason(errcode.Conflict, "job_state", "job %s is %s", id, j.State)
+			return errcode.JobState.New("job %s is %s", id, j.State)
 		}
 		// A job whose queue job is not recorded yet (river_id 0) goes to
 		// the first queue job that claims it.
 		if c.RiverID != 0 && j.RiverID != 0 && j.RiverID != c.RiverID {
-			return errcode.WithReason(errcode.Conflict, "job_state", "job %s is run by another queue job", id)
+			return errcode.JobState.New("job %s is run by another queue job", id)
 		}
 		now := time.Now().UTC()
 		if c.To != "" && c.To != j.State {
@@ -295,7 +295,7 @@ func (db *DB) GetBlob(ctx context.Context, sha string) (*jobs.Blob, error) {
 	err := db.db.QueryRowContext(ctx, `SELECT sha256, size, mime, created_at FROM blobs WHERE sha256 = $1`, sha).
 		Scan(&b.SHA256, &b.Size, &b.MIME, &created)
 	if err != nil {
-		return nil, notFound(err, "file", sha)
+		return nil, notFound(err, errcode.FileNotFound, "file", sha)
 	}
 	b.CreatedAt = parseTime(created)
 	return &b, nil

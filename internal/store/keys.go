@@ -34,7 +34,7 @@ func scanKey(row interface{ Scan(...any) error }) (*auth.Key, error) {
 // KeyByHash returns the key with hash.
 func (db *DB) KeyByHash(ctx context.Context, hash string) (*auth.Key, error) {
 	k, err := scanKey(db.db.QueryRowContext(ctx, `SELECT `+keyColumns+` FROM api_keys WHERE hash = $1`, hash))
-	return k, notFound(err, "key", "")
+	return k, notFound(err, errcode.KeyNotFound, "key", "")
 }
 
 // ListKeys returns every key, oldest first.
@@ -63,7 +63,7 @@ func (db *DB) RevokeKey(ctx context.Context, id string) error {
 		return err
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
-		return errcode.WithReason(errcode.NotFound, "key_not_found", "key %q not found", id)
+		return errcode.KeyNotFound.New("key %q not found", id)
 	}
 	return nil
 }

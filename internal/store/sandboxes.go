@@ -33,7 +33,7 @@ func (db *DB) CreateSandbox(ctx context.Context, sb *sandbox.Sandbox) error {
 		sb.AgentPID, sb.AgentToken, formatTime(sb.CreatedAt), formatTime(sb.UpdatedAt), mustJSON(sb.Resources), sb.UID, mustJSON(sb.Idle),
 		sb.Template, sb.Pool)
 	if isUnique(err) {
-		return errcode.WithReason(errcode.Conflict, "name_taken", "a sandbox named %q exists", sb.Name)
+		return errcode.NameTaken.New("a sandbox named %q exists", sb.Name)
 	}
 	return err
 }
@@ -61,13 +61,13 @@ func scanSandbox(row interface{ Scan(...any) error }) (*sandbox.Sandbox, error) 
 // GetSandbox returns a sandbox by ID.
 func (db *DB) GetSandbox(ctx context.Context, id string) (*sandbox.Sandbox, error) {
 	sb, err := scanSandbox(db.db.QueryRowContext(ctx, `SELECT `+sandboxColumns+` FROM sandboxes WHERE id = $1`, id))
-	return sb, notFound(err, "sandbox", id)
+	return sb, notFound(err, errcode.SandboxNotFound, "sandbox", id)
 }
 
 // GetSandboxByName returns a sandbox by name.
 func (db *DB) GetSandboxByName(ctx context.Context, name string) (*sandbox.Sandbox, error) {
 	sb, err := scanSandbox(db.db.QueryRowContext(ctx, `SELECT `+sandboxColumns+` FROM sandboxes WHERE name = $1`, name))
-	return sb, notFound(err, "sandbox", name)
+	return sb, notFound(err, errcode.SandboxNotFound, "sandbox", name)
 }
 
 // ListSandboxes returns every sandbox, oldest first.
@@ -97,7 +97,7 @@ func (db *DB) SetSandboxState(ctx context.Context, id, state, reason string, age
 		return err
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
-		return errcode.WithReason(errcode.NotFound, "sandbox_not_found", "sandbox %q not found", id)
+		return errcode.SandboxNotFound.New("sandbox %q not found", id)
 	}
 	return nil
 }
@@ -111,9 +111,9 @@ func (db *DB) ClaimPooled(ctx context.Context, pool string, claim *sandbox.Sandb
 		RETURNING `+sandboxColumns,
 		nullString(claim.Name), mustJSON(claim.Env), mustJSON(claim.Labels), mustJSON(claim.Idle), t, pool))
 	if isUnique(err) {
-		return nil, errcode.WithReason(errcode.Conflict, "name_taken", "a sandbox named %q exists", claim.Name)
+		return nil, errcode.NameTaken.New("a sandbox named %q exists", claim.Name)
 	}
-	return sb, notFound(err, "pool", pool)
+	return sb, notFound(err, errcode.PoolNotFound, "pool", pool)
 }
 
 // DeleteSandbox deletes a sandbox and its commands.
@@ -187,7 +187,7 @@ func scanCommand(row interface{ Scan(...any) error }) (*sandbox.CommandRecord, e
 func (db *DB) GetCommand(ctx context.Context, sandboxID, id string) (*sandbox.CommandRecord, error) {
 	c, err := scanCommand(db.db.QueryRowContext(ctx,
 		`SELECT `+commandColumns+` FROM commands WHERE id = $1 AND sandbox_id = $2`, id, sandboxID))
-	return c, notFound(err, "command", id)
+	return c, notFound(err, errcode.CommandNotFound, "command", id)
 }
 
 // ListCommands returns a sandbox's commands, newest first.

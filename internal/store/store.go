@@ -211,9 +211,10 @@ func isUnique(err error) bool {
 		strings.Contains(err.Error(), "duplicate key value"))
 }
 
-func notFound(err error, what, id string) error {
+// notFound turns "no row" into reason's error, "<what> <id> not found".
+func notFound(err error, reason errcode.Reason, what, id string) error {
 	if errors.Is(err, sql.ErrNoRows) {
-		return errcode.WithReason(errcode.NotFound, what+"_not_found", "%s %q not found", what, id)
+		return reason.New("%s %q not found", what, id)
 	}
 	return err
 }

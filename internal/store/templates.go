@@ -30,7 +30,7 @@ func (db *DB) CreateTemplate(ctx context.Context, t *sandbox.Template) error {
 		t.ID, t.Name, t.State, t.Reason, t.Source, t.Base, mustJSON(t.Config), t.SizeBytes,
 		formatTime(t.CreatedAt), formatTime(t.UpdatedAt))
 	if isUnique(err) {
-		return errcode.WithReason(errcode.Conflict, "template_exists", "a template named %q exists; remove it first", t.Name)
+		return errcode.TemplateExists.New("a template named %q exists; remove it first", t.Name)
 	}
 	return err
 }
@@ -46,7 +46,7 @@ func (db *DB) UpdateTemplate(ctx context.Context, t *sandbox.Template) error {
 func (db *DB) GetTemplate(ctx context.Context, nameOrID string) (*sandbox.Template, error) {
 	t, err := scanTemplate(db.db.QueryRowContext(ctx,
 		`SELECT `+templateColumns+` FROM templates WHERE name = $1 OR id = $1`, nameOrID))
-	return t, notFound(err, "template", nameOrID)
+	return t, notFound(err, errcode.TemplateNotFound, "template", nameOrID)
 }
 
 // ListTemplates returns every template by name.

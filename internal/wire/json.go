@@ -70,23 +70,23 @@ func decodeError(err error) error {
 	}
 	var tooBig *http.MaxBytesError
 	if errors.As(err, &tooBig) {
-		return errcode.WithReason(errcode.PayloadTooLarge, "body_too_large", "request body is larger than %d bytes", tooBig.Limit)
+		return errcode.BodyTooLarge.New("request body is larger than %d bytes", tooBig.Limit)
 	}
 	var syn *json.SyntaxError
 	var typ *json.UnmarshalTypeError
 	switch {
 	case errors.As(err, &syn):
-		return errcode.WithReason(errcode.Invalid, "body_invalid", "request body is not valid JSON (at byte %d)", syn.Offset)
+		return errcode.BodyInvalid.New("request body is not valid JSON (at byte %d)", syn.Offset)
 	case errors.As(err, &typ) && typ.Field == "":
-		return errcode.WithReason(errcode.Invalid, "body_invalid", "request body must be %s, not %s", jsonType(typ.Type), typ.Value)
+		return errcode.BodyInvalid.New("request body must be %s, not %s", jsonType(typ.Type), typ.Value)
 	case errors.As(err, &typ):
-		return errcode.WithReason(errcode.Invalid, "body_invalid", "field %q must be %s, not %s", typ.Field, jsonType(typ.Type), typ.Value)
+		return errcode.BodyInvalid.New("field %q must be %s, not %s", typ.Field, jsonType(typ.Type), typ.Value)
 	case strings.HasPrefix(err.Error(), "json: unknown field"):
-		return errcode.WithReason(errcode.Invalid, "body_invalid", "request body has an %s", strings.TrimPrefix(err.Error(), "json: "))
+		return errcode.BodyInvalid.New("request body has an %s", strings.TrimPrefix(err.Error(), "json: "))
 	case errors.Is(err, io.ErrUnexpectedEOF):
-		return errcode.WithReason(errcode.Invalid, "body_invalid", "request body is truncated JSON")
+		return errcode.BodyInvalid.New("request body is truncated JSON")
 	}
-	return errcode.WithReason(errcode.Invalid, "body_invalid", "request body: %s", err.Error())
+	return errcode.BodyInvalid.New("request body: %s", err.Error())
 }
 
 // jsonType names the JSON form of t for messages: clients write JSON, so
@@ -119,9 +119,4 @@ func Encode(w http.ResponseWriter, status int, v any) {
 		// The status is out; all we can do is stop writing.
 		return
 	}
-}
-
-// Errorf is a shorthand used by handlers for invalid query parameters.
-func Errorf(reason, format string, args ...any) error {
-	return errcode.WithReason(errcode.Invalid, reason, "%s", fmt.Sprintf(format, args...))
 }

@@ -44,7 +44,7 @@ func checkStrict(body []byte, t reflect.Type) error {
 	case io.EOF:
 		return nil
 	case nil:
-		return errcode.WithReason(errcode.Invalid, "body_invalid", "request body has data after the JSON value")
+		return errcode.BodyInvalid.New("request body has data after the JSON value")
 	default:
 		return err
 	}
@@ -90,7 +90,7 @@ func (s *strictWalk) value(tok json.Token, t reflect.Type, field string, depth i
 		return s.checkString(field, false)
 	case json.Delim:
 		if depth >= maxJSONDepth {
-			return errcode.WithReason(errcode.Invalid, "body_invalid", "request body nests deeper than %d", maxJSONDepth)
+			return errcode.BodyInvalid.New("request body nests deeper than %d", maxJSONDepth)
 		}
 		t = shapeOf(t)
 		if tok == '{' {
@@ -146,7 +146,7 @@ func (s *strictWalk) object(t reflect.Type, field string, depth int) error {
 			name = field + "." + key
 		}
 		if seen[key] {
-			return problem("body_duplicate_field", name, "appears more than once",
+			return problem(errcode.BodyDuplicateField, name, "appears more than once",
 				"request body has field %q more than once", name)
 		}
 		seen[key] = true
@@ -156,7 +156,7 @@ func (s *strictWalk) object(t reflect.Type, field string, depth int) error {
 			if vt, ok = fields[key]; !ok {
 				for f := range fields {
 					if strings.EqualFold(f, key) {
-						return problem("body_field_case", name, fmt.Sprintf("must be written %q", f),
+						return problem(errcode.BodyFieldCase, name, fmt.Sprintf("must be written %q", f),
 							"request body has field %q: field names are case-sensitive; write %q", name, f)
 					}
 				}
@@ -210,14 +210,14 @@ func (s *strictWalk) checkString(field string, isName bool) error {
 	case why == "":
 		return nil
 	case isName && field == "":
-		return errcode.WithReason(errcode.Invalid, "body_invalid_utf8", "request body has a field name that %s", why)
+		return errcode.BodyInvalidUTF8.New("request body has a field name that %s", why)
 	case isName:
-		return problem("body_invalid_utf8", field, "has a field name that "+why,
+		return problem(errcode.BodyInvalidUTF8, field, "has a field name that "+why,
 			"request body has a field name in %q that %s", field, why)
 	case field == "":
-		return errcode.WithReason(errcode.Invalid, "body_invalid_utf8", "request body is a string that %s", why)
+		return errcode.BodyInvalidUTF8.New("request body is a string that %s", why)
 	}
-	return problem("body_invalid_utf8", field, why, "request body field %q %s", field, why)
+	return problem(errcode.BodyInvalidUTF8, field, why, "request body field %q %s", field, why)
 }
 
 // hex4 decodes four hex digits, which the tokenizer has checked.
@@ -227,8 +227,8 @@ func hex4(b []byte) rune {
 }
 
 // problem is an invalid body error with reason that names field.
-func problem(reason, field, why, format string, args ...any) error {
-	e := errcode.WithReason(errcode.Invalid, reason, format, args...)
+func problem(reason errcode.Reason, field, why, format string, args ...any) error {
+	e := reason.New(format, args...)
 	e.Problems = map[string]string{field: why}
 	return e
 }

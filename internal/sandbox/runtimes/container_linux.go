@@ -57,8 +57,7 @@ func NewContainer(cfg OCIConfig) *Container {
 	}
 	bin, err := exec.LookPath(choice)
 	if err != nil {
-		r.err = errcode.WithReason(errcode.Unimplemented, "runtime_unavailable",
-			"runtime container is not available: %s is not installed (apt-get install crun)", choice)
+		r.err = errcode.RuntimeUnavailable.New("runtime container is not available: %s is not installed (apt-get install crun)", choice)
 		return r
 	}
 	r.program = choice
@@ -82,13 +81,11 @@ func NewGVisor(cfg OCIConfig) *Container {
 	if bin == "" {
 		var err error
 		if bin, err = FindRunsc(); err != nil {
-			r.err = errcode.WithReason(errcode.Unimplemented, "runtime_unavailable",
-				"runtime gvisor is not available: %v (make runsc builds it into tools/; or give --runsc PATH)", err)
+			r.err = errcode.RuntimeUnavailable.New("runtime gvisor is not available: %v (make runsc builds it into tools/; or give --runsc PATH)", err)
 			return r
 		}
 	} else if _, err := exec.LookPath(bin); err != nil {
-		r.err = errcode.WithReason(errcode.Unimplemented, "runtime_unavailable",
-			"runtime gvisor is not available: --runsc %s is not an executable", bin)
+		r.err = errcode.RuntimeUnavailable.New("runtime gvisor is not available: --runsc %s is not an executable", bin)
 		return r
 	}
 	// gVisor cannot serve on a listening socket passed in, so its agent
@@ -102,23 +99,18 @@ func NewGVisor(cfg OCIConfig) *Container {
 func (r *Container) checkHost() error {
 	switch {
 	case os.Geteuid() != 0:
-		return errcode.WithReason(errcode.Unimplemented, "runtime_unavailable",
-			"runtime %s is not available: berth serve must run as root to create containers", r.name)
+		return errcode.RuntimeUnavailable.New("runtime %s is not available: berth serve must run as root to create containers", r.name)
 	case r.cgroups == cgroupNone:
-		return errcode.WithReason(errcode.Unimplemented, "runtime_unavailable",
-			"runtime %s is not available: no cgroup hierarchy is mounted", r.name)
+		return errcode.RuntimeUnavailable.New("runtime %s is not available: no cgroup hierarchy is mounted", r.name)
 	}
 	if b, err := os.ReadFile("/proc/filesystems"); err != nil || !bytes.Contains(b, []byte("overlay")) {
-		return errcode.WithReason(errcode.Unimplemented, "runtime_unavailable",
-			"runtime %s is not available: overlayfs is missing (modprobe overlay)", r.name)
+		return errcode.RuntimeUnavailable.New("runtime %s is not available: overlayfs is missing (modprobe overlay)", r.name)
 	}
 	if _, err := exec.LookPath("mkfs.ext4"); err != nil {
-		return errcode.WithReason(errcode.Unimplemented, "runtime_unavailable",
-			"runtime %s is not available: mkfs.ext4 is missing for workspace disks (apt-get install e2fsprogs)", r.name)
+		return errcode.RuntimeUnavailable.New("runtime %s is not available: mkfs.ext4 is missing for workspace disks (apt-get install e2fsprogs)", r.name)
 	}
 	if _, err := os.Stat("/dev/loop-control"); err != nil {
-		return errcode.WithReason(errcode.Unimplemented, "runtime_unavailable",
-			"runtime %s is not available: no loop devices for workspace disks (modprobe loop)", r.name)
+		return errcode.RuntimeUnavailable.New("runtime %s is not available: no loop devices for workspace disks (modprobe loop)", r.name)
 	}
 	return nil
 }
@@ -340,7 +332,7 @@ func adoptSocket(inSandbox, daemonPath string) error {
 	fi, err := os.Lstat(daemonPath)
 	if err != nil || fi.Mode()&os.ModeSocket == 0 {
 		os.Remove(daemonPath)
-		return errcode.WithReason(errcode.Unavailable, "agent_socket_invalid", "the sandbox's agent socket is not a socket")
+		return errcode.AgentSocketInvalid.New("the sandbox's agent socket is not a socket")
 	}
 	return nil
 }

@@ -22,7 +22,7 @@ func (r *Container) Name() string    { return r.name }
 func (r *Container) Isolated() bool  { return true }
 func (r *Container) Program() string { return "" }
 func (r *Container) Available() error {
-	return errcode.WithReason(errcode.Unimplemented, "runtime_unavailable", "runtime %s needs Linux", r.name)
+	return errcode.RuntimeUnavailable.New("runtime %s needs Linux", r.name)
 }
 func (r *Container) Start(context.Context, *sandbox.Sandbox, sandbox.Layout, sandbox.AgentArgs) (int, error) {
 	return 0, r.Available()

@@ -114,7 +114,7 @@ func waitReady(ctx context.Context, r io.Reader, log string) error {
 		}
 		return nil
 	case <-t.C:
-		return errcode.WithReason(errcode.Unavailable, "agent_start_timeout", "agent did not listen within %s", agentStartTimeout)
+		return errcode.AgentStartTimeout.New("agent did not listen within %s", agentStartTimeout)
 	case <-ctx.Done():
 		return ctx.Err()
 	}

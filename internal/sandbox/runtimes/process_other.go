@@ -13,7 +13,7 @@ import (
 // the rest of Berth still builds (for the client and CLI).
 type Process struct{}
 
-var errLinuxOnly = errcode.WithReason(errcode.Unimplemented, "runtime_unsupported", "the process runtime needs Linux")
+var errLinuxOnly = errcode.RuntimeUnsupported.New("the process runtime needs Linux")
 
 func (Process) Name() string     { return "process" }
 func (Process) Isolated() bool   { return false }

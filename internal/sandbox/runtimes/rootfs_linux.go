@@ -56,8 +56,7 @@ func checkRoot(dir string, binds []string) error {
 	}
 	// The agent binary is bind-mounted over this file.
 	if fi, err := r.Lstat(strings.TrimPrefix(agentPathInSandbox, "/")); err == nil && !fi.Mode().IsRegular() {
-		return errcode.WithReason(errcode.Invalid, "image_mount_point_invalid",
-			"the sandbox root's %s is not a regular file: the agent is mounted over it", agentPathInSandbox)
+		return errcode.ImageMountPointInvalid.New("the sandbox root's %s is not a regular file: the agent is mounted over it", agentPathInSandbox)
 	}
 	return nil
 }
