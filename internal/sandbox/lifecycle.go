@@ -128,8 +128,8 @@ func (m *Manager) bringUp(ctx context.Context, id, from string) error {
 	if err != nil {
 		return err
 	}
-	if err := rt.Available(); err != nil {
-		return err
+	if err := m.runtimeGone(sb); err != nil {
+		return err // registered, but unusable now (runsc removed, say)
 	}
 	if err := m.start(ctx, sb, rt); err != nil {
 		if from == apitype.StatePending {
