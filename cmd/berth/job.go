@@ -324,11 +324,44 @@ func (a *app) actionsCommand() *cobra.Command {
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", h.Name, firstNonEmpty(h.Version, "-"), firstNonEmpty(h.Profile, "-"), health, detail)
 			}
+			if err := tw.Flush(); err != nil || len(args) == 0 || len(list[0].Options) == 0 {
+				return err
+			}
+			// One action: its options, as --opt KEY=VALUE takes them.
+			fmt.Fprintln(a.stdout)
+			tw = tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "OPTION\tTYPE\tDEFAULT\tMEANING")
+			for _, o := range list[0].Options {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", o.Name, optionType(o), optionDefault(o.Default), o.Description)
+			}
 			return tw.Flush()
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
+}
+
+// optionType is an option's type with its bounds: number 0.1-2, string
+// A3|A4|...
+func optionType(o apitype.ActionOption) string {
+	t := o.Type
+	switch {
+	case len(o.Enum) > 0:
+		t = strings.Join(o.Enum, "|")
+	case o.Min != nil && o.Max != nil:
+		t += fmt.Sprintf(" %g-%g", *o.Min, *o.Max)
+	case o.MaxLength > 0:
+		t += fmt.Sprintf(" (max %d bytes)", o.MaxLength)
+	}
+	return t
+}
+
+func optionDefault(v any) string {
+	if v == nil {
+		return "-"
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
 }
 
 // cancelInterrupted cancels a job whose follower was interrupted (Ctrl-C)

@@ -37,6 +37,27 @@ func TestJobCommands(t *testing.T) {
 		t.Errorf("berth actions printed:\n%s\nwant html-pdf available", r.stdout)
 	}
 	c.fails(1, "ACTION_MISSING", "actions", "nope")
+	if strings.Contains(r.stdout, "OPTION") {
+		t.Errorf("berth actions (all) printed an options table:\n%s", r.stdout)
+	}
+	// One action: its options, each with type, default and meaning.
+	one := c.ok("actions", "html-pdf").stdout
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`(?m)^OPTION\s+TYPE\s+DEFAULT\s+MEANING$`),
+		regexp.MustCompile(`(?m)^paper\s+A3\|A4\|A5\|Letter\|Legal\|Tabloid\s+"Letter"\s+named paper size`),
+		regexp.MustCompile(`(?m)^scale\s+number 0\.1-2\s+1\s+`),
+		regexp.MustCompile(`(?m)^wait_delay_ms\s+integer 0-10000\s+0\s+`),
+	} {
+		if !want.MatchString(one) {
+			t.Errorf("berth actions html-pdf printed:\n%s\nwant a line matching %s", one, want)
+		}
+	}
+	if strings.Contains(one, "slide_selector") {
+		t.Errorf("berth actions html-pdf lists html-pptx's slide_selector:\n%s", one)
+	}
+	if js := c.ok("actions", "html-pptx", "--json").stdout; !strings.Contains(js, `"options_schema"`) || !strings.Contains(js, `"slide_selector"`) {
+		t.Errorf("berth actions html-pptx --json = %s, want its options and their JSON Schema", js)
+	}
 
 	if err := os.WriteFile(filepath.Join(c.dir, "report.html"), []byte(
 		`<link rel="stylesheet" href="style.css"><h1>Report</h1><p style="break-after: page">one</p><p>two</p>`), 0o644); err != nil {

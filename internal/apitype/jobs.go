@@ -112,6 +112,24 @@ type ActionHealth struct {
 	Reason    string `json:"reason,omitempty"`
 	Message   string `json:"message,omitempty"`
 	Hint      string `json:"hint,omitempty"`
+	// Options are the options the action takes, with a bundle's defaults;
+	// OptionsSchema is the same as a JSON Schema (2020-12).
+	Options       []ActionOption  `json:"options,omitempty"`
+	OptionsSchema json.RawMessage `json:"options_schema,omitempty"`
+}
+
+// ActionOption is one option of an action: its type, default and bounds
+// as JSON Schema names them, and what it does.
+type ActionOption struct {
+	Name    string   `json:"name"`
+	Type    string   `json:"type"` // string, number, integer or boolean
+	Default any      `json:"default,omitempty"`
+	Enum    []string `json:"enum,omitempty"`
+	Min     *float64 `json:"minimum,omitempty"`
+	Max     *float64 `json:"maximum,omitempty"`
+	// MaxLength bounds a string, in bytes.
+	MaxLength   int    `json:"max_length,omitempty"`
+	Description string `json:"description"`
 }
 
 // Actions is the answer of GET /v1/actions.

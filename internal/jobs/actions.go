@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/berthdev/berth/internal/apitype"
 	"github.com/berthdev/berth/internal/jobspec"
 )
 
@@ -228,4 +229,19 @@ func slicesSorted(m map[string]string) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// optionList is the options the action takes, a bundle's defaults in
+// place of the built-in ones.
+func (a *action) optionList() []apitype.ActionOption {
+	var defaults map[string]any
+	_ = json.Unmarshal(a.options, &defaults) // checked at load
+	var out []apitype.ActionOption
+	for _, o := range jobspec.OptionSpecs(a.spec.Base) {
+		if v, ok := defaults[o.Name]; ok {
+			o.Default = v
+		}
+		out = append(out, o.ActionOption)
+	}
+	return out
 }

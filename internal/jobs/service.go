@@ -367,7 +367,8 @@ func (s *Service) Health(name string) apitype.ActionHealth {
 			Message: fmt.Sprintf("no action %q is registered", name)}
 	}
 	h := apitype.ActionHealth{Name: a.spec.Name, Version: a.spec.Version, Profile: a.spec.Profile, Base: a.spec.Base,
-		Builtin: a.builtin, Description: a.spec.Description, Output: a.spec.Output, Extensions: a.spec.Inputs.Extensions}
+		Builtin: a.builtin, Description: a.spec.Description, Output: a.spec.Output, Extensions: a.spec.Inputs.Extensions,
+		Options: a.optionList(), OptionsSchema: jobspec.OptionsSchema(a.spec.Base)}
 	fail := func(reason, format string, args ...any) apitype.ActionHealth {
 		h.Reason, h.Message, h.Hint = reason, fmt.Sprintf(format, args...), hints[reason]
 		return h
