@@ -12,7 +12,6 @@ package client
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -59,55 +58,14 @@ func (c *Client) BaseURL() string { return c.base }
 // do sends a request and returns the response for statuses below 400; the
 // caller closes its body. Errors are decoded into *errcode.Error.
 func (c *Client) do(ctx context.Context, method, path string, q url.Values, body io.Reader, contentType string) (*http.Response, error) {
-	u := c.base + path
-	if len(q) > 0 {
-		u += "?" + q.Encode()
-	}
-	req, err := http.NewRequestWithContext(ctx, method, u, body)
-	if err != nil {
-		return nil, err
-	}
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
-	}
-	if contentType != "" {
-		req.Header.Set("Content-Type", contentType)
-	}
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode >= 400 {
-		defer resp.Body.Close()
-		return nil, wire.ErrorFromResponse(resp)
-	}
-	return resp, nil
+	return c.caller().Do(ctx, method, path, q, body, contentType)
 }
 
 func (c *Client) doJSON(ctx context.Context, method, path string, q url.Values, in, out any) error {
-	var body io.Reader
-	ct := ""
-	if in != nil {
-		b, err := json.Marshal(in)
-		if err != nil {
-			return err
-		}
-		body, ct = bytes.NewReader(b), "application/json"
-	}
-	resp, err := c.do(ctx, method, path, q, body, ct)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if out == nil {
-		_, _ = io.Copy(io.Discard, resp.Body)
-		return nil
-	}
-	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
-		return fmt.Errorf("decoding response: %w", err)
-	}
-	return nil
+	return c.caller().DoJSON(ctx, method, path, q, in, out)
 }
+
+func (c *Client) caller() *wire.Caller { return &wire.Caller{HTTP: c.hc, Base: c.base, Token: c.token} }
 
 func sbPath(id string, rest ...string) string {
 	p := "/v1/sandboxes/" + url.PathEscape(id)

@@ -22,6 +22,7 @@ type Client struct {
 	socket string
 	token  string
 	hc     *http.Client
+	call   wire.Caller // the JSON API over hc
 }
 
 // NewClient returns a client for the agent listening on socket.
@@ -35,7 +36,9 @@ func NewClient(socket, token string) *Client {
 		IdleConnTimeout:     90 * time.Second,
 		DisableCompression:  true,
 	}
-	return &Client{socket: socket, token: token, hc: &http.Client{Transport: tr}}
+	hc := &http.Client{Transport: tr}
+	return &Client{socket: socket, token: token, hc: hc, call: wire.Caller{HTTP: hc, Base: "http://agent", Token: token,
+		Unreachable: func(err error) error { return errcode.Wrap(errcode.Unavailable, err, "sandbox agent is not answering") }}}
 }
 
 // Close releases idle connections.
@@ -44,54 +47,15 @@ func (c *Client) Close() { c.hc.CloseIdleConnections() }
 // do sends a request to the agent and returns the response if its status
 // is below 400, or the decoded error.
 func (c *Client) do(ctx context.Context, method, path string, q url.Values, body io.Reader) (*http.Response, error) {
-	u := "http://agent" + path
-	if len(q) > 0 {
-		u += "?" + q.Encode()
-	}
-	req, err := http.NewRequestWithContext(ctx, method, u, body)
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Authorization", "Bearer "+c.token)
+	ct := ""
 	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
+		ct = "application/json" // as the agent has always been sent; file bodies ignore it
 	}
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return nil, errcode.Wrap(errcode.Unavailable, err, "sandbox agent is not answering")
-	}
-	if resp.StatusCode >= 400 {
-		defer resp.Body.Close()
-		return nil, wire.ErrorFromResponse(resp)
-	}
-	return resp, nil
+	return c.call.Do(ctx, method, path, q, body, ct)
 }
 
 func (c *Client) doJSON(ctx context.Context, method, path string, q url.Values, in, out any) error {
-	var body io.Reader
-	if in != nil {
-		b, err := json.Marshal(in)
-		if err != nil {
-			return err
-		}
-		body = bytes.NewReader(b)
-	}
-	resp, err := c.do(ctx, method, path, q, body)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if out == nil {
-		_, _ = io.Copy(io.Discard, resp.Body)
-		return nil
-	}
-	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
-		return fmt.Errorf("decoding agent response: %w", err)
-	}
-	return nil
+	return c.call.DoJSON(ctx, method, path, q, in, out)
 }
 
 // Ping checks that the agent answers and returns its PID.

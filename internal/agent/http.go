@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"strconv"
 	"time"
 
 	"github.com/berthdev/berth/internal/apitype"
@@ -99,17 +98,7 @@ func (a *Agent) handleList(w http.ResponseWriter, r *http.Request) {
 // before forwarding.
 func ParseOutputQuery(r *http.Request) (wait time.Duration, q outputQuery, err error) {
 	v := r.URL.Query()
-	num := func(name string, dflt, maxV int64) (int64, error) {
-		s := v.Get(name)
-		if s == "" {
-			return dflt, nil
-		}
-		n, err := strconv.ParseInt(s, 10, 64)
-		if err != nil || n < 0 {
-			return 0, errcode.QueryInvalid.New("%s must be a non-negative integer", name)
-		}
-		return min(n, maxV), nil
-	}
+	num := func(name string, dflt, maxV int64) (int64, error) { return wire.QueryInt(v, name, dflt, maxV) }
 	waitMS, err := num("wait_ms", 0, MaxWait.Milliseconds())
 	if err != nil {
 		return 0, q, err

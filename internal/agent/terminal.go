@@ -426,17 +426,7 @@ func (a *Agent) handleListTerminals(w http.ResponseWriter, r *http.Request) {
 // terminalQuery reads offset, wait_ms and max_bytes from a terminal read.
 func terminalQuery(r *http.Request, bufSize int64) (offset int64, wait time.Duration, maxBytes int64, err error) {
 	v := r.URL.Query()
-	num := func(name string, dflt, maxV int64) (int64, error) {
-		s := v.Get(name)
-		if s == "" {
-			return dflt, nil
-		}
-		n, err := strconv.ParseInt(s, 10, 64)
-		if err != nil || n < 0 {
-			return 0, errcode.QueryInvalid.New("%s must be a non-negative integer", name)
-		}
-		return min(n, maxV), nil
-	}
+	num := func(name string, dflt, maxV int64) (int64, error) { return wire.QueryInt(v, name, dflt, maxV) }
 	if offset, err = num("offset", 0, 1<<62); err != nil {
 		return
 	}

@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"reflect"
+	"strconv"
 	"strings"
 
 	"github.com/berthdev/berth/internal/errcode"
@@ -119,4 +121,20 @@ func Encode(w http.ResponseWriter, status int, v any) {
 		// The status is out; all we can do is stop writing.
 		return
 	}
+}
+
+// QueryInt reads the non-negative integer query parameter name of v: dflt
+// when it is absent, at most maxV (a larger value is clamped, as a wait
+// or a window may be asked for generously). Anything else is a
+// query_invalid error naming the parameter.
+func QueryInt(v url.Values, name string, dflt, maxV int64) (int64, error) {
+	s := v.Get(name)
+	if s == "" {
+		return dflt, nil
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 {
+		return 0, errcode.QueryInvalid.New("%s must be a non-negative integer", name)
+	}
+	return min(n, maxV), nil
 }
