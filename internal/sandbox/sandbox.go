@@ -106,8 +106,6 @@ type Store interface {
 	GetCommand(ctx context.Context, sandboxID, id string) (*CommandRecord, error)
 	// ListCommands returns a sandbox's commands, newest first.
 	ListCommands(ctx context.Context, sandboxID string, limit int) ([]*CommandRecord, error)
-	// PruneCommands deletes the oldest finished commands beyond keep.
-	PruneCommands(ctx context.Context, sandboxID string, keep int) error
 
 	// PutService stores a service intent, replacing one of the same name.
 	PutService(ctx context.Context, s *ServiceIntent) error
