@@ -59,5 +59,10 @@ func TestRuntimeGoneKeepsSandbox(t *testing.T) {
 	if err := d3.Client.DeleteSandbox(ctx, sb.ID); err != nil {
 		t.Fatal(err)
 	}
+	// Nothing of the sandbox is left once the daemon (whose own process
+	// and browser name the data directory too) has stopped.
+	if err := d3.Stop(t); err != nil {
+		t.Fatal(err)
+	}
 	testenv.CheckNoProcesses(t, dataDir)
 }
