@@ -294,7 +294,7 @@ func Run(ctx context.Context, cfg Config) error {
 	select {
 	case err := <-served:
 		runErr = fmt.Errorf("serving the API: %w", err)
-		served <- err // for the api part's stop
+		served <- http.ErrServerClosed // reported once, here: the api part's stop reads it
 	case <-ctx.Done():
 		log.Info("shutting down")
 	}
