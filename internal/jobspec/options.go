@@ -3,6 +3,7 @@ package jobspec
 import (
 	"encoding/json"
 	"slices"
+	"sync"
 
 	"github.com/berthdev/berth/internal/apitype"
 )
@@ -78,8 +79,21 @@ func OptionSpecs(base string) []OptionSpec {
 }
 
 // OptionsSchema returns the JSON Schema (2020-12) of action base's
-// options: an object of the options it takes, no others.
-func OptionsSchema(base string) json.RawMessage {
+// options: an object of the options it takes, no others. Each action's is
+// made once (health answers carry it on every submit); callers must not
+// modify it.
+func OptionsSchema(base string) json.RawMessage { return schemas()[base] }
+
+// schemas are the options schemas of every built-in action, by name.
+var schemas = sync.OnceValue(func() map[string]json.RawMessage {
+	out := map[string]json.RawMessage{}
+	for _, base := range allActions {
+		out[base] = makeSchema(base)
+	}
+	return out
+})
+
+func makeSchema(base string) json.RawMessage {
 	props := map[string]any{}
 	for _, o := range OptionSpecs(base) {
 		p := map[string]any{"type": o.Type, "description": o.Description}
