@@ -91,6 +91,7 @@ func (a *app) rootCommand() *cobra.Command {
 		a.serveCommand(),
 		a.agentCommand(),
 		a.sandboxCommand(),
+		a.secretCommand(),
 		a.execCommand(),
 		a.shellCommand(),
 		a.serviceCommand(),

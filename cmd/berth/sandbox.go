@@ -45,6 +45,7 @@ func (a *app) sandboxCommand() *cobra.Command {
 	var res apitype.Resources
 	var lazy bool
 	var pauseAfter, hibernateAfter, deleteAfter time.Duration
+	var nf networkFlags
 	create := &cobra.Command{
 		Use:   "create",
 		Short: "Create a sandbox and print its id",
@@ -65,6 +66,10 @@ func (a *app) sandboxCommand() *cobra.Command {
 			req := apitype.CreateSandboxRequest{Runtime: runtime, Name: name, Env: envMap, Labels: labelMap, Lazy: lazy, Template: template}
 			if res != (apitype.Resources{}) {
 				req.Resources = &res
+			}
+			if nf.changed(cmd) {
+				p := nf.policy(cmd, apitype.Network{})
+				req.Network = &p
 			}
 			if f := cmd.Flags(); f.Changed("pause-after") || f.Changed("hibernate-after") || f.Changed("delete-after") {
 				req.Idle = &apitype.Idle{PauseAfterMS: pauseAfter.Milliseconds(),
@@ -95,6 +100,7 @@ func (a *app) sandboxCommand() *cobra.Command {
 	create.Flags().StringArrayVarP(&env, "env", "e", nil, "environment variable KEY=VALUE (repeatable)")
 	create.Flags().StringArrayVarP(&labels, "label", "l", nil, "label KEY=VALUE (repeatable)")
 	create.Flags().BoolVar(&asJSON, "json", false, "print the whole record as JSON")
+	nf.add(create, true)
 
 	var lsJSON bool
 	ls := &cobra.Command{
@@ -223,6 +229,6 @@ func (a *app) sandboxCommand() *cobra.Command {
 	}
 	preview.Flags().DurationVar(&ttl, "ttl", 15*time.Minute, "how long the link is valid (at most 168h)")
 	preview.Flags().BoolVar(&previewJSON, "json", false, "print URL, token and link as JSON")
-	cmd.AddCommand(create, ls, get, rm, pause, resume, hibernate, preview)
+	cmd.AddCommand(create, ls, get, rm, pause, resume, hibernate, preview, a.networkCommand())
 	return cmd
 }

@@ -43,6 +43,8 @@ func (a *app) serveCommand() *cobra.Command {
 		jobRetention                          time.Duration
 		jobPools, jobMemory                   []string
 		jobCap                                = jobs.DefaultCapacity
+		egress                                daemon.EgressConfig
+		egressOn                              bool
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -87,6 +89,7 @@ sandboxes keep running and are re-adopted by the next start.`,
 				}
 				profiles[name] = jobs.DefaultProfile(name).WithMemory(mb)
 			}
+			egress.Disabled = !egressOn
 			if jobReuse < 1 || jobReuse > 1000 {
 				return usageError{fmt.Errorf("--job-runtime-reuse must be 1-1000")}
 			}
@@ -103,7 +106,7 @@ sandboxes keep running and are re-adopted by the next start.`,
 				Chromium: chromium, MaxBrowserSessions: maxBrowserSessions, BrowserIdleTimeout: browserIdle,
 				JobsRuntime: jobsRuntime, NoJobWorkers: !jobWorkers, JobCapacity: jobCap, JobPools: jp, JobProfiles: profiles,
 				ActionsDir: actionsDir, JobChromium: chromium, Soffice: soffice, JobReuse: jobReuse,
-				JobRetention: jobRetention, AllowEmptyDatabase: allowEmptyDatabase,
+				JobRetention: jobRetention, AllowEmptyDatabase: allowEmptyDatabase, Egress: egress,
 				Ready: func(addr string) {
 					if logFormat == "text" {
 						a.printNextSteps(addr)
@@ -140,6 +143,17 @@ sandboxes keep running and are re-adopted by the next start.`,
 	f.DurationVar(&jobRetention, "job-retention", jobs.DefaultRetention, "how long finished jobs, their events and files are kept")
 	f.StringVar(&actionsDir, "actions-dir", "", "directory of action bundles (one directory each, with a berth-action.json manifest)")
 	f.StringVar(&soffice, "soffice", "", "LibreOffice binary of office jobs (default: soffice on PATH)")
+	f.BoolVar(&egressOn, "egress", true, "serve sandboxes' outbound network (network mode egress; needs root)")
+	f.IntSliceVar(&egress.Ports, "egress-ports", []int{80, 443}, "ports a sandbox policy that names none opens")
+	f.IntSliceVar(&egress.PortLimit, "egress-port-limit", nil, "the only ports any sandbox policy may open (default: --egress-ports)")
+	f.StringSliceVar(&egress.Deny, "egress-deny", nil, "destinations refused to every sandbox: example.com, *.example.com, 1.2.3.4, 10.0.0.0/8[:port]")
+	f.StringSliceVar(&egress.AllowOnly, "egress-allow-only", nil, "the only destinations any sandbox may reach (default: every public one)")
+	f.StringSliceVar(&egress.Public, "egress-public", nil, "CIDRs treated as public although special-purpose (a test network, or your own services in a private range)")
+	f.StringVar(&egress.DNS, "egress-dns", "", "resolver Berth asks for sandboxes, as HOST:PORT (default: the host's)")
+	f.StringVar(&egress.NetNS, "egress-netns", "", "network namespace (a path such as /run/netns/out) to make sandboxes' outbound connections from (default: the daemon's)")
+	f.StringVar(&egress.CAFile, "egress-ca-file", "", "more roots (PEM) to verify servers of hosts with secrets against")
+	f.IntVar(&egress.MaxConnsPerSandbox, "egress-max-conns", 512, "most open outbound connections per sandbox")
+	f.IntVar(&egress.MaxConns, "egress-max-conns-total", 16384, "most open outbound connections of all sandboxes")
 	f.StringVar(&logFormat, "log-format", "text", "log format: text or json")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	f.IntVar(&maxSandboxes, "max-sandboxes", sandbox.DefaultMaxSandboxes, "most sandboxes at once")

@@ -48,6 +48,9 @@ type CreateSandboxRequest struct {
 	Idle *Idle `json:"idle,omitempty"`
 	// Template names the template the sandbox starts from (default base).
 	Template string `json:"template,omitempty"`
+	// Network is the sandbox's network policy; absent is mode none
+	// (loopback only).
+	Network *Network `json:"network,omitempty"`
 }
 
 // Idle is a sandbox's idle policy: after how long without use (no API call
@@ -83,6 +86,7 @@ type Sandbox struct {
 	Template  string            `json:"template"`
 	Idle      Idle              `json:"idle"`
 	Workspace string            `json:"workspace"`
+	Network   Network           `json:"network"`
 	CreatedAt time.Time         `json:"created_at"`
 	UpdatedAt time.Time         `json:"updated_at"`
 }
@@ -319,4 +323,56 @@ type Counts struct {
 	// waiting in warm pools.
 	Sandboxes int `json:"sandboxes"`
 	Pooled    int `json:"pooled"`
+}
+
+// Network is a sandbox's network policy. Mode none (the default) is
+// loopback only; egress reaches public destinations through Berth on the
+// policy's ports (80 and 443 unless the daemon says otherwise). Entries are
+// domains (example.com, *.example.com), IPs or CIDRs, each with an optional
+// :port. Deny always wins; a non-empty allow_only allowlist refuses
+// everything not in it (or in allow); allow adds destinations, usually with
+// a port beyond the policy's (github.com:22). See docs/network.md.
+type Network struct {
+	Mode      string   `json:"mode"`
+	Allow     []string `json:"allow,omitempty"`
+	Deny      []string `json:"deny,omitempty"`
+	AllowOnly []string `json:"allow_only,omitempty"`
+	Ports     []int    `json:"ports,omitempty"`
+}
+
+// Secret binds a header to a host: Berth sets it on every HTTPS request
+// the sandbox sends to the host, on the way out; the value never enters
+// the sandbox. Value is write-only: lists show it empty.
+type Secret struct {
+	Host   string `json:"host"`
+	Header string `json:"header"`
+	Value  string `json:"value,omitempty"`
+}
+
+// SecretList is the body of PUT and GET /v1/sandboxes/{id}/secrets.
+type SecretList struct {
+	Secrets []Secret `json:"secrets"`
+}
+
+// NetworkLogEntry is one connection (or DNS refusal) in a sandbox's
+// network log.
+type NetworkLogEntry struct {
+	Time      time.Time `json:"time"`
+	Domain    string    `json:"domain,omitempty"` // from SNI, Host or Berth's DNS answers
+	IP        string    `json:"ip,omitempty"`     // the address dialed, or that would have been
+	Port      int       `json:"port,omitempty"`
+	Proto     string    `json:"proto,omitempty"` // tls, http, dns or "" (other)
+	Decision  string    `json:"decision"`        // allow or deny
+	Reason    string    `json:"reason,omitempty"`
+	Detail    string    `json:"detail,omitempty"`
+	BytesUp   int64     `json:"bytes_up"`         // sandbox to destination
+	BytesDown int64     `json:"bytes_down"`       // destination to sandbox
+	Secret    bool      `json:"secret,omitempty"` // a bound secret's header was set
+	Open      bool      `json:"open,omitempty"`   // still open
+}
+
+// NetworkLog is the body of GET /v1/sandboxes/{id}/network/log, newest
+// first.
+type NetworkLog struct {
+	Entries []NetworkLogEntry `json:"entries"`
 }

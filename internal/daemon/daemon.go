@@ -58,6 +58,8 @@ type Config struct {
 	// deleted berth.db); the directories are quarantined, never removed.
 	// Without it such a start fails with reason database_empty_with_data.
 	AllowEmptyDatabase bool
+	// Egress configures sandboxes' outbound network (mode egress).
+	Egress EgressConfig
 	// WarmPools keeps pre-started sandboxes per template ("base=4").
 	WarmPools []sandbox.PoolSpec
 	// Browser sessions: the Chromium binary ("" finds one) and bounds.
@@ -100,6 +102,9 @@ const (
 	// PreviewKeyFile holds the secret of preview tokens and links;
 	// replacing it revokes them all.
 	PreviewKeyFile = "preview.key"
+	// EgressKeyFile seals egress sandboxes' CA keys and secrets in the
+	// database; without it those cannot be read.
+	EgressKeyFile = "egress.key"
 )
 
 // Run runs the daemon until ctx is done, then shuts down gracefully: it
@@ -182,12 +187,21 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 		seen[p.Template] = true
 	}
+	network, err := newEgress(cfg.Egress, dataDir, db, log)
+	if err != nil {
+		return err
+	}
+	var sbNetwork sandbox.Network
+	if network != nil {
+		sbNetwork = network
+		defer network.Close()
+	}
 	mgr := sandbox.NewManager(sandbox.Config{
 		DefaultRuntime: defaultRuntime,
 		DataDir:        dataDir, AgentBinary: bin, MaxSandboxes: cfg.MaxSandboxes, MaxCommands: cfg.MaxCommands,
 		MaxHistory: cfg.MaxHistory, OutputCap: cfg.OutputCap, MaxUpload: cfg.MaxUpload,
 		DefaultTimeout: cfg.DefaultTimeout, MaxTimeout: cfg.MaxTimeout, Logger: log,
-		Pools: cfg.WarmPools, UIDRegistry: cfg.UIDRegistry,
+		Pools: cfg.WarmPools, UIDRegistry: cfg.UIDRegistry, Network: sbNetwork,
 	}, db, rts...)
 
 	previewSecret, err := loadSecret(filepath.Join(dataDir, PreviewKeyFile))
@@ -226,6 +240,7 @@ func Run(ctx context.Context, cfg Config) error {
 		Version: cfg.Version, DataDir: dataDir, MaxUpload: mgr.Config().MaxUpload,
 		Logger: log, Sandboxes: mgr, Browsers: browsers, Jobs: jobSvc, Keys: keys, DB: db,
 		PreviewDomain: strings.ToLower(strings.Trim(cfg.PreviewDomain, ".")), PreviewSecret: previewSecret,
+		Collectors: network.Collectors(),
 	})
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {

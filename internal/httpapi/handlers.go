@@ -11,6 +11,7 @@ import (
 	"github.com/berthdev/berth/internal/agent"
 	"github.com/berthdev/berth/internal/apitype"
 	"github.com/berthdev/berth/internal/errcode"
+	"github.com/berthdev/berth/internal/netpolicy"
 	"github.com/berthdev/berth/internal/sandbox"
 	"github.com/berthdev/berth/internal/wire"
 )
@@ -115,6 +116,7 @@ func (s *Server) toAPISandbox(sb *sandbox.Sandbox) apitype.Sandbox {
 		out.Workspace = "/workspace" // as the sandbox sees it
 	}
 	sort.Strings(out.EnvKeys)
+	out.Network = apitype.Network(sb.Network.Normalize())
 	return out
 }
 
@@ -133,6 +135,9 @@ func (s *Server) handleCreateSandbox() http.Handler {
 		if req.Idle != nil {
 			idle := sandbox.IdlePolicy(*req.Idle)
 			spec.Idle = &idle
+		}
+		if req.Network != nil {
+			spec.Network = netpolicy.Policy(*req.Network)
 		}
 		sb, created, err := s.cfg.Sandboxes.Create(r.Context(), spec)
 		if err != nil {

@@ -66,6 +66,14 @@ func (s *Server) routes() []route {
 
 		{"GET /v1/sandboxes/{id}/previews/{port}", execution, s.handlePreviewInfo()},
 
+		{"GET /v1/sandboxes/{id}/network", execution, s.handleGetNetwork()},
+		{"PUT /v1/sandboxes/{id}/network", execution, s.handlePutNetwork()},
+		{"GET /v1/sandboxes/{id}/network/log", execution, s.handleNetworkLog()},
+		{"GET /v1/sandboxes/{id}/secrets", execution, s.handleListSecrets()},
+		{"PUT /v1/sandboxes/{id}/secrets", execution, s.handlePutSecrets()},
+		{"POST /v1/sandboxes/{id}/secrets", execution, s.handlePostSecret()},
+		{"DELETE /v1/sandboxes/{id}/secrets", execution, s.handleDeleteSecret()},
+
 		{"GET /v1/templates", execution, s.handleListTemplates()},
 		{"GET /v1/templates/{name}", execution, s.handleGetTemplate()},
 		{"GET /v1/templates/{name}/log", execution, s.handleTemplateLog()},

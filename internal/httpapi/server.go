@@ -54,6 +54,8 @@ type Config struct {
 	PreviewSecret []byte
 	// MaxImport bounds an image archive for a template import.
 	MaxImport int64
+	// Collectors are more metrics to serve (the egress network's).
+	Collectors []prometheus.Collector
 }
 
 // Server serves the API.
@@ -92,6 +94,7 @@ func New(cfg Config) *Server {
 	if cfg.Jobs != nil {
 		s.reg.MustRegister(cfg.Jobs.Collectors()...)
 	}
+	s.reg.MustRegister(cfg.Collectors...)
 	if cfg.Sandboxes != nil {
 		for _, p := range cfg.Sandboxes.Config().Pools {
 			s.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{

@@ -15,6 +15,7 @@ import (
 	"github.com/berthdev/berth/internal/apitype"
 	"github.com/berthdev/berth/internal/errcode"
 	"github.com/berthdev/berth/internal/ident"
+	"github.com/berthdev/berth/internal/netpolicy"
 )
 
 // Creating sandboxes: what a caller may ask for, its validation, the
@@ -34,6 +35,8 @@ type CreateSpec struct {
 	Idle *IdlePolicy
 	// Template names the template to start from; "" is the base.
 	Template string
+	// Network is the sandbox's network policy; zero is mode none.
+	Network netpolicy.Policy
 	// Internal marks a sandbox Berth runs for itself (a job's, named by
 	// the subsystem): unlisted, never claimed, drained at shutdown like
 	// warm pool members.
@@ -174,6 +177,10 @@ func (m *Manager) Create(ctx context.Context, spec CreateSpec) (sb *Sandbox, cre
 	if err := rt.Available(); err != nil {
 		return nil, false, err
 	}
+	spec.Network = spec.Network.Normalize()
+	if err := m.validNetwork(spec.Network, rt); err != nil {
+		return nil, false, err
+	}
 	if spec.Name != "" {
 		if sb, err := m.store.GetSandboxByName(ctx, spec.Name); err == nil {
 			return sb, false, nil
@@ -216,6 +223,7 @@ func (m *Manager) Create(ctx context.Context, spec CreateSpec) (sb *Sandbox, cre
 	}
 	sb.Pool = spec.pool
 	sb.Template = tmpl.ID
+	sb.Network = spec.Network
 	sb.Idle = DefaultIdle
 	if spec.Idle != nil {
 		sb.Idle = *spec.Idle
@@ -329,10 +337,14 @@ func (m *Manager) start(ctx context.Context, sb *Sandbox, rt Runtime) error {
 	m.mu.Lock()
 	root.Writable = m.building[sb.ID]
 	m.mu.Unlock()
+	network, err := m.networkUp(ctx, sb, l)
+	if err != nil {
+		return err
+	}
 	pid, err := rt.Start(ctx, sb, l, AgentArgs{
 		Binary: m.cfg.AgentBinary, Token: sb.AgentToken, OutputCap: m.cfg.OutputCap,
 		MaxCommands: m.cfg.MaxCommands, MaxHistory: m.cfg.MaxHistory, MaxUpload: m.cfg.MaxUpload,
-		Root: root,
+		Root: root, Network: network,
 	})
 	if err != nil {
 		var ce *errcode.Error
@@ -373,7 +385,7 @@ func (m *Manager) teardown(ctx context.Context, sb *Sandbox) {
 	}
 	m.mu.Unlock()
 	if rt, ok := m.runtimes[sb.Runtime]; ok {
-		if err := rt.Stop(ctx, sb, l); err != nil {
+		if err := m.stopRuntime(ctx, rt, sb); err != nil {
 			m.log.ErrorContext(ctx, "stopping sandbox runtime", "sandbox_id", sb.ID, "err", err)
 		}
 	}

@@ -66,10 +66,7 @@ func (m *Manager) Exec(ctx context.Context, sandboxID string, req ExecSpec, q ur
 	if err != nil {
 		return nil, err
 	}
-	env := maps.Clone(sb.Env)
-	if env == nil {
-		env = map[string]string{}
-	}
+	env := sandboxEnv(sb)
 	maps.Copy(env, req.Env)
 	req.Env = env
 	// Start the command and record it at once: the two are independent,

@@ -135,7 +135,7 @@ func (m *Manager) bringUp(ctx context.Context, id, from string) error {
 		if from == apitype.StatePending {
 			m.teardown(context.WithoutCancel(ctx), sb)
 		} else {
-			_ = rt.Stop(context.WithoutCancel(ctx), sb, LayoutFor(m.cfg.DataDir, id))
+			_ = m.stopRuntime(context.WithoutCancel(ctx), rt, sb)
 		}
 		return err
 	}
@@ -181,7 +181,7 @@ func (m *Manager) Hibernate(ctx context.Context, id string) error {
 		return err
 	}
 	// Stop ends every process and releases mounts; the files stay.
-	if err := rt.Stop(ctx, sb, LayoutFor(m.cfg.DataDir, id)); err != nil {
+	if err := m.stopRuntime(ctx, rt, sb); err != nil {
 		return errcode.Wrap(errcode.Unavailable, err, "hibernating sandbox %s failed", id)
 	}
 	recs, err := m.store.ListCommands(ctx, id, m.cfg.MaxHistory+m.cfg.MaxCommands)

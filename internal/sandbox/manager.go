@@ -33,6 +33,8 @@ type Config struct {
 	// their host uids, shared by every daemon of the host
 	// (DefaultUIDRegistry when empty).
 	UIDRegistry string
+	// Network serves sandboxes with network mode egress; nil refuses them.
+	Network Network
 	Logger      *slog.Logger
 }
 

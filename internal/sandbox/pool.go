@@ -150,7 +150,7 @@ const InternalPool = "internal/"
 
 // poolFor returns the pool a create could claim from, or "".
 func (m *Manager) poolFor(spec CreateSpec) string {
-	if len(m.cfg.Pools) == 0 || spec.Lazy || spec.pool != "" || spec.build {
+	if len(m.cfg.Pools) == 0 || spec.Lazy || spec.pool != "" || spec.build || spec.Network.Egress() {
 		return ""
 	}
 	rt := spec.Runtime

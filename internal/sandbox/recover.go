@@ -62,7 +62,7 @@ func (m *Manager) reconcile(ctx context.Context) error {
 		for _, id := range ids {
 			if !known[id] {
 				m.log.WarnContext(ctx, "removing unknown container", "runtime", rt.Name(), "sandbox_id", id)
-				if err := rt.Stop(ctx, &Sandbox{ID: id}, LayoutFor(m.cfg.DataDir, id)); err != nil {
+				if err := m.stopRuntime(ctx, rt, &Sandbox{ID: id}); err != nil {
 					m.log.ErrorContext(ctx, "removing unknown container", "sandbox_id", id, "err", err)
 				}
 			}
@@ -76,9 +76,8 @@ func (m *Manager) reconcile(ctx context.Context) error {
 		if known[e.Name()] {
 			continue
 		}
-		l := LayoutFor(m.cfg.DataDir, e.Name())
 		for _, rt := range m.runtimes {
-			if err := rt.Stop(ctx, &Sandbox{ID: e.Name()}, l); err != nil {
+			if err := m.stopRuntime(ctx, rt, &Sandbox{ID: e.Name()}); err != nil {
 				m.log.ErrorContext(ctx, "stopping unknown sandbox", "sandbox_id", e.Name(), "runtime", rt.Name(), "err", err)
 			}
 		}
@@ -134,6 +133,13 @@ func (m *Manager) adopt(ctx context.Context, sb *Sandbox) error {
 	m.agents[sb.ID] = c
 	m.mu.Unlock()
 	m.log.InfoContext(ctx, "sandbox re-adopted", "sandbox_id", sb.ID, "agent_pid", sb.AgentPID)
+	if sb.Network.Egress() {
+		// Its namespace and device outlived the daemon that served them;
+		// connections open then were lost with that daemon's stack.
+		if _, err := m.networkUp(ctx, sb, l); err != nil {
+			m.log.WarnContext(ctx, "sandbox egress not served again", "sandbox_id", sb.ID, "err", err)
+		}
+	}
 
 	// Commands the agent ran but the store never recorded (the daemon died
 	// between the two) are imported, so nothing runs unseen.
@@ -186,7 +192,7 @@ func (m *Manager) markLost(ctx context.Context, sb *Sandbox, recs []*CommandReco
 	}
 	m.mu.Unlock()
 	if rt, ok := m.runtimes[sb.Runtime]; ok {
-		if err := rt.Stop(ctx, sb, LayoutFor(m.cfg.DataDir, sb.ID)); err != nil {
+		if err := m.stopRuntime(ctx, rt, sb); err != nil {
 			m.log.ErrorContext(ctx, "stopping lost sandbox", "sandbox_id", sb.ID, "err", err)
 		}
 	}

@@ -68,4 +68,7 @@ type AgentArgs struct {
 	MaxUpload   int64
 	// Root is what the sandbox's root is made of (isolated runtimes).
 	Root RootSpec
+	// Network, when set, is the egress network to run the sandbox in;
+	// nil is loopback only.
+	Network *NetworkSetup
 }

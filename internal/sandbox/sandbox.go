@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/berthdev/berth/internal/apitype"
+	"github.com/berthdev/berth/internal/netpolicy"
 )
 
 // Sandbox is a sandbox's durable record.
@@ -30,6 +31,8 @@ type Sandbox struct {
 	// A claim clears it and gives the sandbox its caller's name, env,
 	// labels and idle policy.
 	Pool string
+	// Network is the sandbox's network policy (mode none: loopback only).
+	Network netpolicy.Policy
 
 	// AgentPID is the agent's host PID (process runtime) or 0.
 	AgentPID int
@@ -94,6 +97,8 @@ type Store interface {
 	ListSandboxes(ctx context.Context) ([]*Sandbox, error)
 	// SetSandboxState updates state, reason and agent PID.
 	SetSandboxState(ctx context.Context, id, state, reason string, agentPID int) error
+	// SetSandboxNetwork replaces a sandbox's network policy.
+	SetSandboxNetwork(ctx context.Context, id string, p netpolicy.Policy) error
 	DeleteSandbox(ctx context.Context, id string) error
 
 	InsertCommand(ctx context.Context, c *CommandRecord) error

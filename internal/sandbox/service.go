@@ -77,10 +77,10 @@ func (m *Manager) PutService(ctx context.Context, sandboxID string, spec apitype
 // they gave: sandbox environment values are never echoed back.
 func (m *Manager) agentSpec(ctx context.Context, sandboxID string, spec apitype.ServiceSpec) apitype.ServiceSpec {
 	sb, err := m.store.GetSandbox(ctx, sandboxID)
-	if err != nil || len(sb.Env) == 0 {
+	if err != nil {
 		return spec
 	}
-	env := maps.Clone(sb.Env)
+	env := sandboxEnv(sb)
 	maps.Copy(env, spec.Env)
 	spec.Env = env
 	return spec

@@ -27,11 +27,11 @@ func mustJSON(v any) string {
 func (db *DB) CreateSandbox(ctx context.Context, sb *sandbox.Sandbox) error {
 	_, err := db.w.ExecContext(ctx, `INSERT INTO sandboxes
 		(id, name, runtime, state, reason, env, labels, agent_pid, agent_token, created_at, updated_at, resources, uid, idle,
-		 template, pool)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`,
+		 template, pool, network)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)`,
 		sb.ID, nullString(sb.Name), sb.Runtime, sb.State, sb.Reason, mustJSON(sb.Env), mustJSON(sb.Labels),
 		sb.AgentPID, sb.AgentToken, formatTime(sb.CreatedAt), formatTime(sb.UpdatedAt), mustJSON(sb.Resources), sb.UID, mustJSON(sb.Idle),
-		sb.Template, sb.Pool)
+		sb.Template, sb.Pool, mustJSON(sb.Network))
 	if isUnique(err) {
 		return errcode.NameTaken.New("a sandbox named %q exists", sb.Name)
 	}
@@ -39,16 +39,18 @@ func (db *DB) CreateSandbox(ctx context.Context, sb *sandbox.Sandbox) error {
 }
 
 const sandboxColumns = `id, name, runtime, state, reason, env, labels, agent_pid, agent_token, created_at, updated_at,
-	resources, uid, idle, template, pool`
+	resources, uid, idle, template, pool, network`
 
 func scanSandbox(row interface{ Scan(...any) error }) (*sandbox.Sandbox, error) {
 	var sb sandbox.Sandbox
 	var name sql.NullString
-	var env, labels, created, updated, resources, idle string
+	var env, labels, created, updated, resources, idle, network string
 	if err := row.Scan(&sb.ID, &name, &sb.Runtime, &sb.State, &sb.Reason, &env, &labels,
-		&sb.AgentPID, &sb.AgentToken, &created, &updated, &resources, &sb.UID, &idle, &sb.Template, &sb.Pool); err != nil {
+		&sb.AgentPID, &sb.AgentToken, &created, &updated, &resources, &sb.UID, &idle, &sb.Template, &sb.Pool, &network); err != nil {
 		return nil, err
 	}
+	_ = json.Unmarshal([]byte(network), &sb.Network)
+	sb.Network = sb.Network.Normalize()
 	_ = json.Unmarshal([]byte(resources), &sb.Resources)
 	_ = json.Unmarshal([]byte(idle), &sb.Idle)
 	sb.Name = name.String

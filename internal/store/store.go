@@ -218,3 +218,8 @@ func notFound(err error, reason errcode.Reason, what, id string) error {
 	}
 	return err
 }
+
+func isForeignKey(err error) bool {
+	return err != nil && (strings.Contains(err.Error(), "FOREIGN KEY constraint failed") ||
+		strings.Contains(err.Error(), "violates foreign key constraint"))
+}

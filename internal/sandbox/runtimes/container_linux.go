@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -266,7 +267,7 @@ func (r *Container) Start(ctx context.Context, sb *sandbox.Sandbox, l sandbox.La
 	tokW.Close()
 
 	_ = os.Remove(cl.pidFile)
-	args := r.runArgs(sb.ID, cl)
+	args := r.runArgs(sb.ID, cl, a.Network != nil)
 	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
 	cmd.ExtraFiles = []*os.File{lnF, tokR, readyW}
 	if procsF != nil {
@@ -348,8 +349,12 @@ func (r *Container) workloadCgroup() bool {
 // runArgs is the command line that runs the bundle detached, passing the
 // agent's listener, token pipe and ready pipe as fds 3, 4 and 5, and the
 // workload cgroup's cgroup.procs as fd 6.
-func (r *Container) runArgs(id string, cl containerLayout) []string {
+func (r *Container) runArgs(id string, cl containerLayout, egress bool) []string {
 	args := append([]string{}, r.argv...)
+	if egress && r.program == "runsc" {
+		// The sentry's own stack serves the namespace's one device.
+		args[slices.Index(args, "--network=none")] = "--network=sandbox"
+	}
 	switch r.program {
 	case "runsc":
 		args = append(args, "run", "--detach", "--pid-file", cl.pidFile, "--bundle", cl.bundle,
@@ -481,6 +486,15 @@ func (r *Container) spec(sb *sandbox.Sandbox, cl containerLayout, tmpl *hostTemp
 	}
 	if !r.workloadCgroup() {
 		s.Process.Args = s.Process.Args[:len(s.Process.Args)-2]
+	}
+	if n := a.Network; n != nil {
+		// Egress: the namespace Berth made, whose one device leads to
+		// Berth, and the files that name Berth's resolver and CA.
+		s.Linux.Namespaces[1] = specs.LinuxNamespace{Type: specs.NetworkNamespace, Path: n.NetNS}
+		for _, dst := range slices.Sorted(maps.Keys(n.Files)) {
+			s.Mounts = append(s.Mounts, specs.Mount{Destination: dst, Type: "bind", Source: n.Files[dst],
+				Options: []string{"bind", "ro", "nosuid", "nodev", "noexec"}})
+		}
 	}
 	if r.program == "runsc" {
 		// The agent makes its socket in a directory of its own (see
