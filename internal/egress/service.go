@@ -98,7 +98,6 @@ func (cfg *Config) defaults() {
 	}
 }
 
-
 // lookup resolves name to its addresses with the configured resolver.
 func (s *Service) lookup(ctx context.Context, name string) ([]netip.Addr, error) {
 	ips, err := s.res.LookupNetIP(ctx, "ip4", name)

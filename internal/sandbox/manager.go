@@ -35,7 +35,7 @@ type Config struct {
 	UIDRegistry string
 	// Network serves sandboxes with network mode egress; nil refuses them.
 	Network Network
-	Logger      *slog.Logger
+	Logger  *slog.Logger
 }
 
 // Defaults.

@@ -2,10 +2,10 @@ package sandbox
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
-	"fmt"
 
 	"github.com/berthdev/berth/internal/apitype"
 	"github.com/berthdev/berth/internal/errcode"
@@ -201,7 +201,6 @@ func (m *Manager) egressSandbox(ctx context.Context, id string) (*Sandbox, error
 	}
 	return sb, nil
 }
-
 
 // EgressCABundle is the CA bundle an egress sandbox sees: the host's roots
 // and the sandbox's own egress CA (package egress mounts it).
