@@ -48,10 +48,13 @@ func (d *nsDialer) DialContext(ctx context.Context, network, addr string) (net.C
 	go func() {
 		runtime.LockOSThread()
 		if err := unix.Setns(d.nsFD, unix.CLONE_NEWNET); err != nil {
+			runtime.UnlockOSThread() // unchanged
 			ch <- result{nil, fmt.Errorf("joining the egress namespace: %w", err)}
-			return // the thread stays locked, and ends with the goroutine
+			return
 		}
 		c, err := d.d.DialContext(ctx, network, addr)
+		// Back in the daemon's namespace, or never given back to Go (see
+		// inNetNS).
 		if unix.Setns(d.selfFD, unix.CLONE_NEWNET) == nil {
 			runtime.UnlockOSThread()
 		}

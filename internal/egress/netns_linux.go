@@ -28,34 +28,44 @@ const linkName = "eth0"
 // user-space stack) in few packets.
 const linkMTU = 65520
 
-// inNetNS runs fn on an OS thread of its own that has joined the network
-// namespace pinned at path (or, with path "", a new one). The thread is
-// never given back to Go: it ends with fn.
+// inNetNS runs fn on an OS thread locked to it that has joined the
+// network namespace pinned at path (or, with path "", a new one), then
+// puts the thread back in the daemon's namespace. A thread that cannot be
+// put back is never given back to Go: it ends with fn's goroutine. (Ending
+// is not enough on its own: a locked goroutine that ends on the process's
+// main thread leaves that thread parked, and a thread Go later clones from
+// it would start in the namespace it was left in.)
 func inNetNS(path string, fn func() error) error {
 	errc := make(chan error, 1)
 	go func() {
-		// Left locked: the thread is changed, so Go ends it with the
-		// goroutine instead of reusing it.
 		runtime.LockOSThread()
+		self, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			errc <- fmt.Errorf("opening the daemon's network namespace: %w", err)
+			return
+		}
+		defer unix.Close(self)
 		if path == "" {
-			if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
-				errc <- fmt.Errorf("making a network namespace: %w", err)
-				return
-			}
+			err = unix.Unshare(unix.CLONE_NEWNET)
 		} else {
-			fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-			if err != nil {
-				errc <- fmt.Errorf("opening network namespace %s: %w", path, err)
-				return
-			}
-			err = unix.Setns(fd, unix.CLONE_NEWNET)
-			unix.Close(fd)
-			if err != nil {
-				errc <- fmt.Errorf("joining network namespace %s: %w", path, err)
-				return
+			var fd int
+			if fd, err = unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0); err == nil {
+				err = unix.Setns(fd, unix.CLONE_NEWNET)
+				unix.Close(fd)
 			}
 		}
-		errc <- fn()
+		if err != nil {
+			if unix.Setns(self, unix.CLONE_NEWNET) == nil {
+				runtime.UnlockOSThread()
+			}
+			errc <- fmt.Errorf("entering network namespace %q: %w", path, err)
+			return
+		}
+		err = fn()
+		if unix.Setns(self, unix.CLONE_NEWNET) == nil {
+			runtime.UnlockOSThread()
+		}
+		errc <- err
 	}()
 	return <-errc
 }
