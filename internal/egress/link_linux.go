@@ -308,6 +308,7 @@ func (l *link) onTCP(r *tcp.ForwarderRequest) {
 		return
 	}
 	r.Complete(false)
+	ep.SocketOptions().SetDelayOption(false) // no Nagle: Berth relays what it reads at once
 	c := gonet.NewTCPConn(&wq, ep)
 	l.wg.Add(1)
 	go func() {
@@ -516,8 +517,10 @@ func pipe(ctx context.Context, down, up net.Conn, idle time.Duration, count func
 }
 
 // copyActive copies src to dst, noting the time of every read in last.
+// Its buffer starts small and doubles, up to 256 KiB, while reads fill it:
+// an idle connection holds little, a bulk transfer crosses in few calls.
 func copyActive(dst io.Writer, src io.Reader, last *atomic.Int64) int64 {
-	buf := make([]byte, 64<<10)
+	buf := make([]byte, 16<<10)
 	var n int64
 	for {
 		k, err := src.Read(buf)
@@ -527,6 +530,9 @@ func copyActive(dst io.Writer, src io.Reader, last *atomic.Int64) int64 {
 				return n
 			}
 			n += int64(k)
+			if k == len(buf) && len(buf) < 256<<10 {
+				buf = make([]byte, 2*len(buf))
+			}
 		}
 		if err != nil {
 			return n

@@ -53,6 +53,8 @@ func newStack(tap *os.File, onTCP func(*tcp.ForwarderRequest)) (*stack.Stack, *g
 	}
 	sack := tcpip.TCPSACKEnabled(true)
 	s.SetTransportProtocolOption(tcp.ProtocolNumber, &sack)
+	moderate := tcpip.TCPModerateReceiveBufferOption(true)
+	s.SetTransportProtocolOption(tcp.ProtocolNumber, &moderate)
 	// Buffers large enough to keep a fast upstream busy.
 	rcv := tcpip.TCPReceiveBufferSizeRangeOption{Min: tcp.MinBufferSize, Default: 1 << 20, Max: 8 << 20}
 	s.SetTransportProtocolOption(tcp.ProtocolNumber, &rcv)
