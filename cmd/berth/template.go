@@ -60,6 +60,7 @@ func (a *app) templateCommand() *cobra.Command {
 	var from string
 	var runs, copies, env []string
 	var noWait bool
+	var network string
 	build := &cobra.Command{
 		Use:   "build NAME --run CMD [--run CMD...] [--copy LOCAL:PATH...]",
 		Short: "Build a template: run steps in a sandbox of --from and freeze the result",
@@ -70,14 +71,14 @@ What the steps leave in /workspace becomes the template's seed, mounted
 read-only at /template in every sandbox made from it; what they install in
 /opt (and /usr/local on imported images) becomes a read-only layer.
 
-  berth template build web --copy package.json:package.json --run 'npm install'`,
+  berth template build web --network egress --copy package.json:package.json --run 'npm install'`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := a.client()
 			if err != nil {
 				return err
 			}
-			req := apitype.BuildTemplateRequest{Name: args[0], From: from}
+			req := apitype.BuildTemplateRequest{Name: args[0], From: from, Network: network}
 			if req.Env, err = parseKV(env, "--env"); err != nil {
 				return err
 			}
@@ -134,6 +135,7 @@ read-only at /template in every sandbox made from it; what they install in
 	bf.StringArrayVar(&copies, "copy", nil, "LOCAL:PATH file to put in the workspace first (repeatable)")
 	bf.StringArrayVarP(&env, "env", "e", nil, "environment variable KEY=VALUE for the steps and the template's sandboxes (repeatable)")
 	bf.BoolVar(&noWait, "no-wait", false, "return once the build has started")
+	bf.StringVar(&network, "network", "", "network of the build: none (default) or egress (the daemon's default policy), so steps can fetch dependencies")
 
 	var ref string
 	imp := &cobra.Command{

@@ -48,6 +48,10 @@ type BuildTemplateRequest struct {
 	From  string            `json:"from,omitempty"`
 	Env   map[string]string `json:"env,omitempty"`
 	Steps []TemplateStep    `json:"steps"`
+	// Network is the build sandbox's network mode: none (the default) or
+	// egress, under the daemon's default policy, so that steps can fetch
+	// dependencies. Sandboxes made from the template do not inherit it.
+	Network string `json:"network,omitempty"`
 }
 
 // TemplateStep is one build step: a shell command, or a file to put in the

@@ -498,3 +498,46 @@ func containsStr(list []string, s string) bool {
 	}
 	return false
 }
+
+// TestEgressTemplateBuild: a build with network egress can fetch what it
+// bakes in; the same build without it cannot; sandboxes of the template
+// get neither the build's network nor its resolver or CA.
+func TestEgressTemplateBuild(t *testing.T) {
+	needEgress(t)
+	if testenv.Runtime() != "container" {
+		t.Skip("template builds run on the container runtime; the container pass covers them")
+	}
+	t.Parallel()
+	in := testenv.NewInternet(t)
+	d := testenv.StartDaemon(t, in.Apply)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	step := []apitype.TemplateStep{{Run: "curl -sS -m 10 -o fetched.txt http://www.test.example/"}}
+	if _, err := d.Client.BuildTemplate(ctx, apitype.BuildTemplateRequest{Name: "offline", Steps: step}); err != nil {
+		t.Fatal(err)
+	}
+	if tpl := waitTemplate(t, d.Client, "offline"); tpl.State == apitype.TemplateReady {
+		t.Error("a build without network fetched from the internet")
+	}
+	if _, err := d.Client.BuildTemplate(ctx, apitype.BuildTemplateRequest{Name: "fetched", Steps: step, Network: "egress"}); err != nil {
+		t.Fatal(err)
+	}
+	if tpl := waitTemplate(t, d.Client, "fetched"); tpl.State != apitype.TemplateReady {
+		log, _ := d.Client.TemplateLog(ctx, "fetched")
+		t.Fatalf("the egress build: %+v\n%s", tpl, log)
+	}
+	sb, err := d.Client.CreateSandbox(ctx, apitype.CreateSandboxRequest{Template: "fetched"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _ := sh(t, d, sb.ID, "cat /template/fetched.txt; cat /etc/resolv.conf; grep -c 'Berth sandbox' /etc/ssl/certs/ca-certificates.crt; curl -sS -m 3 http://"+testenv.InternetHTTPIP+"/")
+	if !strings.Contains(out, "hello from the test internet (www.test.example)") {
+		t.Errorf("the fetched file is not in the template: %q", out)
+	}
+	if strings.Contains(out, "nameserver") || strings.Contains(out, "(198.51.100.10)") {
+		t.Errorf("a sandbox of the template has the build's network: %q", out)
+	}
+	if _, err := d.Client.BuildTemplate(ctx, apitype.BuildTemplateRequest{Name: "bad", Steps: step, Network: "host"}); !client.IsCode(err, errcode.Invalid) {
+		t.Errorf("a build with network host: %v, want invalid", err)
+	}
+}

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/base64"
 	"errors"
@@ -19,6 +20,7 @@ import (
 	"github.com/berthdev/berth/internal/errcode"
 	"github.com/berthdev/berth/internal/ident"
 	"github.com/berthdev/berth/internal/image"
+	"github.com/berthdev/berth/internal/netpolicy"
 )
 
 // Templates. A sandbox's root is an overlay: its own writable upper layer
@@ -52,6 +54,9 @@ type TemplateConfig struct {
 	Seed bool              `json:"seed,omitempty"`
 	// Steps are a build's steps, kept to show how it was made.
 	Steps []apitype.TemplateStep `json:"steps,omitempty"`
+	// Network is the build sandbox's network mode (egress lets steps
+	// fetch); sandboxes of the template do not inherit it.
+	Network string `json:"network,omitempty"`
 }
 
 // TemplateStore is the persistence of templates.
@@ -296,6 +301,11 @@ func (m *Manager) BuildTemplate(ctx context.Context, req apitype.BuildTemplateRe
 			p[field+".timeout_ms"] = "must be between 0 and the maximum command timeout"
 		}
 	}
+	switch req.Network {
+	case "", netpolicy.ModeNone, netpolicy.ModeEgress:
+	default:
+		p["network"] = "must be none or egress"
+	}
 	if len(p) > 0 {
 		return nil, errcode.InvalidFields(p)
 	}
@@ -307,7 +317,11 @@ func (m *Manager) BuildTemplate(ctx context.Context, req apitype.BuildTemplateRe
 	if err != nil {
 		return nil, err
 	}
-	cfg := TemplateConfig{Env: maps.Clone(base.Config.Env), Steps: req.Steps}
+	network := netpolicy.Policy{Mode: cmp.Or(req.Network, netpolicy.ModeNone)}
+	if err := m.validNetwork(network, rt); err != nil {
+		return nil, err
+	}
+	cfg := TemplateConfig{Env: maps.Clone(base.Config.Env), Steps: req.Steps, Network: network.Mode}
 	if cfg.Env == nil && len(req.Env) > 0 {
 		cfg.Env = map[string]string{}
 	}
@@ -340,7 +354,8 @@ func (m *Manager) build(ctx context.Context, t *Template, base *Template) (err e
 	}
 	defer logf.Close()
 	sb, _, err := m.Create(ctx, CreateSpec{Runtime: "container", Template: base.Name, Env: t.Config.Env,
-		Labels: map[string]string{buildLabel: t.Name}, Idle: &IdlePolicy{}, build: true})
+		Labels: map[string]string{buildLabel: t.Name}, Idle: &IdlePolicy{}, build: true,
+		Network: netpolicy.Policy{Mode: cmp.Or(t.Config.Network, netpolicy.ModeNone)}})
 	if err != nil {
 		return fmt.Errorf("starting the build sandbox: %w", err)
 	}
