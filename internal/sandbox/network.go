@@ -139,8 +139,9 @@ func (m *Manager) SetSecrets(ctx context.Context, id string, secrets []apitype.S
 // header.
 func (m *Manager) PutSecret(ctx context.Context, id string, sec apitype.Secret) error {
 	return m.editSecrets(ctx, id, func(list []apitype.Secret) []apitype.Secret {
+		// First, so that a problem with it is reported as secrets[0].
 		out := slices.DeleteFunc(list, func(s apitype.Secret) bool { return sameSecret(s, sec) })
-		return append(out, sec)
+		return append([]apitype.Secret{sec}, out...)
 	})
 }
 
