@@ -648,10 +648,7 @@ func TestServeTellsTheOperator(t *testing.T) {
 func TestDoctorFindsRunscBesideBinary(t *testing.T) {
 	t.Parallel()
 	runsc := testenv.NeedCommand(t, "runsc")
-	bin, err := os.ReadFile(testenv.Binary(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := testenv.Binary(t)
 	// A PATH with the system's directories only: no runsc on it.
 	path := "/usr/local/sbin:/usr/sbin:/sbin:/bin"
 	if _, err := os.Stat("/usr/bin/runsc"); err == nil {
@@ -664,8 +661,12 @@ func TestDoctorFindsRunscBesideBinary(t *testing.T) {
 		if err := os.MkdirAll(filepath.Join(root, "bin"), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(root, "bin", "berth"), bin, 0o755); err != nil {
-			t.Fatal(err)
+		// Copied by cp, not written from here: a descriptor open for
+		// writing in this process leaks into any child a parallel test
+		// forks meanwhile, and exec of the copy then fails with "text
+		// file busy" (golang/go#22315).
+		if out, err := exec.Command("cp", bin, filepath.Join(root, "bin", "berth")).CombinedOutput(); err != nil {
+			t.Fatalf("copying the binary: %v: %s", err, out)
 		}
 		if withTools {
 			if err := os.MkdirAll(filepath.Join(root, "tools"), 0o755); err != nil {
