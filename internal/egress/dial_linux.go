@@ -22,8 +22,9 @@ import (
 type nsDialer struct {
 	d    net.Dialer
 	ns   string
-	req  chan socketReq // to the thread in ns; nil without ns
-	done chan struct{}  // closed by Close: the thread ends
+	req    chan socketReq // to the thread in ns; nil without ns
+	done   chan struct{}  // closed by Close: the thread ends
+	exited chan struct{}  // closed by the thread when it has left ns
 }
 
 type socketReq struct {
@@ -42,7 +43,7 @@ func newDialer(ns string) (*nsDialer, error) {
 	if ns == "" {
 		return d, nil
 	}
-	d.req, d.done = make(chan socketReq), make(chan struct{})
+	d.req, d.done, d.exited = make(chan socketReq), make(chan struct{}), make(chan struct{})
 	ready := make(chan error, 1)
 	go d.socketThread(ready)
 	if err := <-ready; err != nil {
@@ -55,6 +56,7 @@ func newDialer(ns string) (*nsDialer, error) {
 // of its own that it puts back in the daemon's namespace at the end (see
 // inNetNS).
 func (d *nsDialer) socketThread(ready chan<- error) {
+	defer close(d.exited)
 	runtime.LockOSThread()
 	self, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -174,8 +176,10 @@ func (d *nsDialer) DialContext(ctx context.Context, network, addr string) (net.C
 	return c, nil
 }
 
+// Close ends the thread in ns and waits until it has left it.
 func (d *nsDialer) Close() {
 	if d.req != nil {
 		close(d.done)
+		<-d.exited
 	}
 }

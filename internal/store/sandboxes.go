@@ -50,7 +50,6 @@ func scanSandbox(row interface{ Scan(...any) error }) (*sandbox.Sandbox, error) 
 		return nil, err
 	}
 	_ = json.Unmarshal([]byte(network), &sb.Network)
-	sb.Network = sb.Network.Normalize()
 	_ = json.Unmarshal([]byte(resources), &sb.Resources)
 	_ = json.Unmarshal([]byte(idle), &sb.Idle)
 	sb.Name = name.String

@@ -15,6 +15,7 @@ import (
 	"github.com/berthdev/berth/internal/auth"
 	"github.com/berthdev/berth/internal/errcode"
 	"github.com/berthdev/berth/internal/ident"
+	"github.com/berthdev/berth/internal/netpolicy"
 	"github.com/berthdev/berth/internal/sandbox"
 	"github.com/berthdev/berth/internal/store"
 )
@@ -458,5 +459,52 @@ func TestListsAreChronological(t *testing.T) {
 	}
 	if diff := cmp.Diff(wantKeys, gotKeys); diff != "" {
 		t.Errorf("ListKeys order (-want +got):\n%s", diff)
+	}
+}
+
+func TestSandboxNetwork(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := open(t)
+	sb := newSandbox(t, db, "net")
+	p := netpolicy.Policy{Mode: netpolicy.ModeEgress, AllowOnly: []string{"*.example.com"}, Ports: []int{443}}
+	if err := db.SetSandboxNetwork(ctx, sb.ID, p); err != nil {
+		t.Fatal(err)
+	}
+	got, err := db.GetSandbox(ctx, sb.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(p, got.Network); diff != "" {
+		t.Errorf("network after SetSandboxNetwork (-want +got):\n%s", diff)
+	}
+	if err := db.SetSandboxNetwork(ctx, "sbx_nope", p); !errcode.Has(err, errcode.SandboxNotFound) {
+		t.Errorf("SetSandboxNetwork(unknown) = %v, want sandbox_not_found", err)
+	}
+
+	if k, err := db.GetNetworkKeys(ctx, sb.ID); err != nil || k != nil {
+		t.Fatalf("GetNetworkKeys before any = %+v, %v; want nil, nil", k, err)
+	}
+	want := &store.NetworkKeys{CACert: []byte("cert"), CAKey: []byte{1, 2}, Secrets: []byte{3}}
+	if err := db.PutNetworkKeys(ctx, sb.ID, want); err != nil {
+		t.Fatal(err)
+	}
+	want.Secrets = []byte{4, 5}
+	if err := db.PutNetworkKeys(ctx, sb.ID, want); err != nil { // replaces
+		t.Fatal(err)
+	}
+	k, err := db.GetNetworkKeys(ctx, sb.ID)
+	if err != nil || cmp.Diff(want, k) != "" {
+		t.Errorf("GetNetworkKeys = %+v, %v; want %+v", k, err, want)
+	}
+	if err := db.PutNetworkKeys(ctx, "sbx_nope", want); !errcode.Has(err, errcode.SandboxNotFound) {
+		t.Errorf("PutNetworkKeys(unknown) = %v, want sandbox_not_found", err)
+	}
+	// They go with the sandbox.
+	if err := db.DeleteSandbox(ctx, sb.ID); err != nil {
+		t.Fatal(err)
+	}
+	if k, err := db.GetNetworkKeys(ctx, sb.ID); err != nil || k != nil {
+		t.Errorf("GetNetworkKeys after the sandbox's delete = %+v, %v; want nil", k, err)
 	}
 }
