@@ -20,8 +20,8 @@ import (
 // it, so one OS thread stays in ns and makes the sockets; connecting and
 // everything after happen on any thread, as for any socket.
 type nsDialer struct {
-	d    net.Dialer
-	ns   string
+	d      net.Dialer
+	ns     string
 	req    chan socketReq // to the thread in ns; nil without ns
 	done   chan struct{}  // closed by Close: the thread ends
 	exited chan struct{}  // closed by the thread when it has left ns
