@@ -54,7 +54,7 @@ func newDialer(ns string) (*nsDialer, error) {
 
 // socketThread makes sockets in ns until the dialer is closed, on a thread
 // of its own that it puts back in the daemon's namespace at the end (see
-// inNetNS).
+// InNetNS).
 func (d *nsDialer) socketThread(ready chan<- error) {
 	defer close(d.exited)
 	runtime.LockOSThread()

@@ -36,6 +36,6 @@ func (s *Service) log(string, int) ([]Entry, bool)                { return nil, 
 
 var gatewayAddr = "172.31.255.1"
 
-func inNetNS(string, func() error) error {
+func InNetNS(string, func() error) error {
 	return errcode.NetworkUnavailable.New("egress networking needs Linux")
 }

@@ -28,14 +28,14 @@ const linkName = "eth0"
 // user-space stack) in few packets.
 const linkMTU = 65520
 
-// inNetNS runs fn on an OS thread locked to it that has joined the
+// InNetNS runs fn on an OS thread locked to it that has joined the
 // network namespace pinned at path (or, with path "", a new one), then
 // puts the thread back in the daemon's namespace. A thread that cannot be
 // put back is never given back to Go: it ends with fn's goroutine. (Ending
 // is not enough on its own: a locked goroutine that ends on the process's
 // main thread leaves that thread parked, and a thread Go later clones from
 // it would start in the namespace it was left in.)
-func inNetNS(path string, fn func() error) error {
+func InNetNS(path string, fn func() error) error {
 	errc := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
@@ -86,7 +86,7 @@ func makeNetNS(pin string) (tap *os.File, err error) {
 			os.Remove(pin)
 		}
 	}()
-	err = inNetNS("", func() error {
+	err = InNetNS("", func() error {
 		if err := unix.Mount("/proc/thread-self/ns/net", pin, "", unix.MS_BIND, ""); err != nil {
 			return fmt.Errorf("pinning the network namespace: %w", err)
 		}
@@ -113,7 +113,7 @@ func makeNetNS(pin string) (tap *os.File, err error) {
 // adoptNetNS opens the TAP device of a namespace made earlier (by a
 // daemon that has since stopped).
 func adoptNetNS(pin string) (tap *os.File, err error) {
-	err = inNetNS(pin, func() error {
+	err = InNetNS(pin, func() error {
 		tap, err = openTAP(false)
 		return err
 	})

@@ -142,7 +142,7 @@ func hostAddrs(dialNS string) []netip.Prefix {
 	}
 	_ = add()
 	if dialNS != "" {
-		_ = inNetNS(dialNS, add)
+		_ = InNetNS(dialNS, add)
 	}
 	return out
 }

@@ -20,7 +20,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -31,6 +30,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/berthdev/berth/internal/daemon"
+	"github.com/berthdev/berth/internal/egress"
 )
 
 // Internet is a test's own internet, in network namespaces it makes: a
@@ -183,7 +183,7 @@ func NewInternet(t testing.TB) *Internet {
 	go func() { _ = srv.Serve(tlsLn) }()
 
 	var pc net.PacketConn
-	err = inNamespace(in.In, func() (err error) {
+	err = egress.InNetNS(in.In, func() (err error) {
 		pc, err = net.ListenPacket("udp", InternetDNSIP+":53")
 		return err
 	})
@@ -251,7 +251,7 @@ func (in *Internet) Packets(kind string) int {
 func (in *Internet) listen(t testing.TB, network, addr string) net.Listener {
 	t.Helper()
 	var ln net.Listener
-	if err := inNamespace(in.In, func() (err error) {
+	if err := egress.InNetNS(in.In, func() (err error) {
 		ln, err = net.Listen(network, addr)
 		return err
 	}); err != nil {
@@ -308,7 +308,7 @@ func (in *Internet) serveDNS(pc net.PacketConn) {
 func (in *Internet) sniff(t testing.TB, dev string) {
 	t.Helper()
 	var fd int
-	err := inNamespace(in.In, func() error {
+	err := egress.InNetNS(in.In, func() error {
 		ifi, err := net.InterfaceByName(dev)
 		if err != nil {
 			return err
@@ -370,38 +370,6 @@ func (in *Internet) count(frame []byte) {
 	in.mu.Lock()
 	in.counts[kind]++
 	in.mu.Unlock()
-}
-
-// inNamespace runs fn on a thread locked to it in the network namespace
-// at path, then puts the thread back (see egress's inNetNS: a thread left
-// in the namespace could be cloned from).
-func inNamespace(path string, fn func() error) error {
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		self, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
-		if err != nil {
-			errc <- err
-			return
-		}
-		defer unix.Close(self)
-		fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-		if err != nil {
-			runtime.UnlockOSThread()
-			errc <- err
-			return
-		}
-		err = unix.Setns(fd, unix.CLONE_NEWNET)
-		unix.Close(fd)
-		if err == nil {
-			err = fn()
-		}
-		if unix.Setns(self, unix.CLONE_NEWNET) == nil {
-			runtime.UnlockOSThread()
-		}
-		errc <- err
-	}()
-	return <-errc
 }
 
 func makeRepo(git, dir string) error {
