@@ -43,4 +43,3 @@ func TestReply(t *testing.T) {
 		t.Errorf("first answer %+v", answers[0])
 	}
 }
-
