@@ -1,8 +1,10 @@
 package daemon_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -540,4 +542,30 @@ func TestEgressTemplateBuild(t *testing.T) {
 	if _, err := d.Client.BuildTemplate(ctx, apitype.BuildTemplateRequest{Name: "bad", Steps: step, Network: "host"}); !client.IsCode(err, errcode.Invalid) {
 		t.Errorf("a build with network host: %v, want invalid", err)
 	}
+}
+
+// TestEgressOff: a daemon started with --egress=false serves, metrics
+// included, and refuses egress with the reason.
+func TestEgressOff(t *testing.T) {
+	t.Parallel()
+	d := testenv.StartDaemon(t, func(c *daemon.Config) { c.Egress.Disabled = true })
+	req, _ := http.NewRequest(http.MethodGet, d.URL+"/metrics", nil)
+	req.Header.Set("Authorization", "Bearer "+d.Token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("GET /metrics = %d", resp.StatusCode)
+	}
+	_, err = d.Client.CreateSandbox(context.Background(), apitype.CreateSandboxRequest{Runtime: testenv.Runtime(), Network: &apitype.Network{Mode: "egress"}})
+	want := errcode.NetworkUnavailable.String()
+	if testenv.Runtime() == "process" {
+		want = "" // refused first for the runtime: invalid, network.mode
+	}
+	if want != "" && !errcode.Has(err, errcode.NetworkUnavailable) || want == "" && !client.IsCode(err, errcode.Invalid) {
+		t.Errorf("an egress sandbox on a daemon without egress: %v, want %s", err, cmp.Or(want, "invalid"))
+	}
+	newSandbox(t, d) // control: a sandbox of mode none
 }

@@ -95,7 +95,10 @@ func newMetrics() *metrics {
 	}
 }
 
-// Collectors returns the egress's metrics.
+// Collectors returns the egress's metrics (none from a nil Service).
 func (s *Service) Collectors() []prometheus.Collector {
+	if s == nil {
+		return nil // no egress on this daemon
+	}
 	return []prometheus.Collector{s.metrics.conns, s.metrics.bytes, s.metrics.dns, s.metrics.open}
 }

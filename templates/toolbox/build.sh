@@ -10,13 +10,39 @@
 #   make toolbox            # or: templates/toolbox/build.sh [--rebuild]
 #   berth sandbox create --template toolbox
 #
-# Packages Debian does not carry (bun, uv, Biome) are left out: Berth
-# installs nothing from outside Debian, npm and the Go proxy, and template
-# builds have no network.
+# What Debian does not package comes from npm (npm.sh): bun, Biome, the
+# TypeScript language server, and a TanStack Start seed project with its
+# node_modules at /template/app. The build has network egress, under the
+# daemon's default policy; a registry (or mirror) at a private address needs
+# the daemon started with --egress-public ADDRESS/32. npm's global prefix is
+# $HOME/.local, so npm install -g works in a sandbox's read-only root.
+#
+#   templates/toolbox/build.sh --npm-only [NAME]   # only the npm half, as
+#                                                  # the tests build it
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 berth=${BERTH:-$here/../../bin/berth}
+
+# The npm half's environment and steps.
+npm_args=(
+	--network egress
+	-e NPM_CONFIG_PREFIX=/workspace/.local
+	-e PATH=/workspace/.local/bin:/opt/toolbox/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+	--copy "$here/npm.sh:.toolbox/npm.sh"
+)
+for f in package.json tsconfig.json vite.config.ts src/router.tsx src/routes/__root.tsx src/routes/index.tsx; do
+	npm_args+=(--copy "$here/tanstack-start/$f:app/$f")
+done
+npm_args+=(
+	--run 'bash .toolbox/npm.sh'
+	--run 'bun --version && biome --version && typescript-language-server --version && test -d app/node_modules/@tanstack/react-start'
+)
+
+if [[ "${1:-}" == --npm-only ]]; then
+	exec "$berth" template build "${2:-toolbox-npm}" "${npm_args[@]}" --run 'rm -rf .toolbox .cache .config .npm'
+fi
+
 packages=(
 	# languages and package managers
 	nodejs node-typescript python3 python3-pip python3-venv
@@ -54,10 +80,10 @@ elif "$berth" template get toolbox >/dev/null 2>&1; then
 fi
 
 # Each check runs inside the build sandbox, as a sandbox would run it.
-"$berth" template build toolbox \
+"$berth" template build toolbox "${npm_args[@]}" \
 	-e MPLBACKEND=Agg -e PYTHONDONTWRITEBYTECODE=1 \
 	--copy "$here/check.py:.toolbox/check.py" \
 	--run 'python3 .toolbox/check.py' \
 	--run 'node --version && tsc --version && pandoc --version | head -1 && tesseract --version 2>&1 | head -1' \
 	--run 'convert -version | head -1 && pdftotext -v 2>&1 | head -1 && weasyprint --version' \
-	--run 'rm -rf .toolbox .cache .config'
+	--run 'rm -rf .toolbox .cache .config .npm'
