@@ -105,7 +105,9 @@ func (l *link) serveDNS(conn net.PacketConn) {
 			l.svc.metrics.dns.WithLabelValues("dropped").Inc()
 			continue // too many queries at once: the client retries
 		}
+		l.wg.Add(1) // the link's close waits for it (a lookup is bounded)
 		go func() {
+			defer l.wg.Done()
 			defer func() { <-sem }()
 			if resp := l.answer(q); resp != nil {
 				_, _ = conn.WriteTo(resp, from)

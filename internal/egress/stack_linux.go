@@ -55,10 +55,12 @@ func newStack(tap *os.File, onTCP func(*tcp.ForwarderRequest)) (*stack.Stack, *g
 	s.SetTransportProtocolOption(tcp.ProtocolNumber, &sack)
 	moderate := tcpip.TCPModerateReceiveBufferOption(true)
 	s.SetTransportProtocolOption(tcp.ProtocolNumber, &moderate)
-	// Buffers large enough to keep a fast upstream busy.
-	rcv := tcpip.TCPReceiveBufferSizeRangeOption{Min: tcp.MinBufferSize, Default: 1 << 20, Max: 8 << 20}
+	// Buffers large enough to keep a fast upstream busy, and bounded:
+	// they are the daemon's memory, not the sandbox's, so a sandbox that
+	// fills all its connections holds at most maxConns x (rcv + snd).
+	rcv := tcpip.TCPReceiveBufferSizeRangeOption{Min: tcp.MinBufferSize, Default: 1 << 20, Max: bufferMax}
 	s.SetTransportProtocolOption(tcp.ProtocolNumber, &rcv)
-	snd := tcpip.TCPSendBufferSizeRangeOption{Min: tcp.MinBufferSize, Default: 1 << 20, Max: 8 << 20}
+	snd := tcpip.TCPSendBufferSizeRangeOption{Min: tcp.MinBufferSize, Default: 1 << 20, Max: bufferMax}
 	s.SetTransportProtocolOption(tcp.ProtocolNumber, &snd)
 	if err := s.CreateNICWithOptions(nicID, ep, stack.NICOptions{Name: "sandbox"}); err != nil {
 		return fail("making the stack's interface: %v", err)
@@ -93,3 +95,7 @@ func newStack(tap *os.File, onTCP func(*tcp.ForwarderRequest)) (*stack.Stack, *g
 
 // maxHandshakes bounds the connections a sandbox may have half open.
 const maxHandshakes = 256
+
+// bufferMax bounds each direction's buffer of one connection in the
+// stack.
+const bufferMax = 4 << 20
