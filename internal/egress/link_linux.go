@@ -359,6 +359,19 @@ const (
 // destination: the address the sandbox dialed, never another.
 func (l *link) serve(c *gonet.TCPConn, abort func(), ip netip.Addr, port int) {
 	defer c.Close()
+	addr := net.JoinHostPort(ip.String(), strconv.Itoa(port))
+	dial := func(ctx context.Context) (net.Conn, error) {
+		ctx, cancel := context.WithTimeout(ctx, dialTimeout)
+		defer cancel()
+		return l.svc.dialer.DialContext(ctx, "tcp", addr)
+	}
+	// When the address and port alone are allowed and no allowlist could
+	// refuse them by name, Berth dials while the client's first bytes
+	// arrive: only a deny rule matching the name they carry could still
+	// refuse the connection, and then the dialed one is closed unused (a
+	// handshake, no data, with an address the policy allows).
+	early := l.dialEarly(ip, port, dial)
+	defer early.discard()
 	wait := helloWaitOther
 	if port == 80 || port == 443 {
 		wait = helloWaitWeb
@@ -406,11 +419,14 @@ func (l *link) serve(c *gonet.TCPConn, abort func(), ip netip.Addr, port int) {
 	}()
 	e.Open = true
 	l.record(e)
-	addr := net.JoinHostPort(ip.String(), strconv.Itoa(port))
-	dial := func(ctx context.Context) (net.Conn, error) {
-		ctx, cancel := context.WithTimeout(ctx, dialTimeout)
-		defer cancel()
-		return l.svc.dialer.DialContext(ctx, "tcp", addr)
+	if early != nil {
+		fresh := dial
+		dial = func(ctx context.Context) (net.Conn, error) {
+			if c, err, ok := early.take(ctx); ok {
+				return c, err
+			}
+			return fresh(ctx) // a later connection to the same destination
+		}
 	}
 	count := func(up, down int64) {
 		l.log.update(func() { e.BytesUp += up; e.BytesDown += down })
@@ -439,6 +455,69 @@ func (l *link) serve(c *gonet.TCPConn, abort func(), ip netip.Addr, port int) {
 	}
 	count(int64(len(h.prefix)), 0)
 	pipe(ctx, c, up, l.svc.cfg.IdleTimeout, count)
+}
+
+// earlyDial is a dial started before the decision.
+type earlyDial struct {
+	cancel context.CancelFunc
+	done   chan struct{} // closed when c and err are set
+	c      net.Conn
+	err    error
+
+	mu    sync.Mutex // guards taken
+	taken bool
+}
+
+// dialEarly starts dialing ip:port when the policy allows it on its
+// address alone and has no allowlist; otherwise it returns nil.
+func (l *link) dialEarly(ip netip.Addr, port int, dial func(context.Context) (net.Conn, error)) *earlyDial {
+	l.mu.Lock()
+	p := l.policy
+	l.mu.Unlock()
+	lim := l.svc.limits()
+	if len(p.AllowOnly) > 0 || len(lim.AllowOnly) > 0 || !netpolicy.Decide(p, lim, l.names.of(ip), ip, port).Allowed {
+		return nil
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	e := &earlyDial{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(e.done)
+		e.c, e.err = dial(ctx)
+	}()
+	return e
+}
+
+// take waits for the early dial and hands its connection over; ok is
+// false once it has been taken.
+func (e *earlyDial) take(ctx context.Context) (c net.Conn, err error, ok bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.taken {
+		return nil, nil, false
+	}
+	select {
+	case <-e.done:
+	case <-ctx.Done():
+		e.cancel()
+		<-e.done
+	}
+	e.taken = true
+	return e.c, e.err, true
+}
+
+// discard ends an early dial whose connection was not taken.
+func (e *earlyDial) discard() {
+	if e == nil {
+		return
+	}
+	e.cancel()
+	<-e.done
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.taken && e.c != nil {
+		e.c.Close()
+	}
+	e.taken = true
 }
 
 // decide decides a connection to ip:port whose first bytes named name.
