@@ -277,6 +277,25 @@ EOF`)
 		})
 	})
 
+	t.Run("a deny rule by name wins over an allowed address, and nothing reaches it", func(t *testing.T) {
+		if _, err := d.Client.SetNetwork(context.Background(), sb.ID, apitype.Network{Mode: "egress", Deny: []string{"www.test.example"}}); err != nil {
+			t.Fatal(err)
+		}
+		defer d.Client.SetNetwork(context.Background(), sb.ID, apitype.Network{Mode: "egress"})
+		before := in.Requests()
+		out, _ := sh(t, d, sb.ID, curl+"-i -H 'Host: www.test.example' http://"+testenv.InternetHTTPIP+"/")
+		if !strings.Contains(out, "denied_by_rule") {
+			t.Errorf("Host www.test.example to its address under deny: %q, want denied_by_rule", out)
+		}
+		if n := in.Requests() - before; n != 0 {
+			t.Errorf("%d requests reached the server", n)
+		}
+		// Control: another name at another address. (Not the same address:
+		// Berth's resolver answered www.test.example with it, and every
+		// name known for an address counts for a refusal.)
+		mustSh(t, d, sb.ID, curl+"-H 'Host: other.test.example' http://"+testenv.InternetOtherIP+"/", "hello")
+	})
+
 	t.Run("a name rebinding to a denied address never reaches it", func(t *testing.T) {
 		in.SetName("rebind.test.example", testenv.InternetHTTPIP)
 		mustSh(t, d, sb.ID, curl+"http://rebind.test.example/", "hello")
