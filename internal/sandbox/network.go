@@ -61,7 +61,7 @@ func (m *Manager) validNetwork(p netpolicy.Policy, rt Runtime) error {
 		return errcode.InvalidFields(map[string]string{"network.mode": "egress needs an isolated runtime (container or gvisor): the process runtime runs on the host's own network"})
 	}
 	if m.cfg.Network == nil {
-		return errcode.NetworkUnavailable.New("this daemon serves no egress network (berth serve --egress=false, or it is not available here: see berth doctor)")
+		return errcode.NetworkUnavailable.New("this daemon serves no egress network (it was started with --egress=false, or not as root on Linux)")
 	}
 	if problems := p.Validate(m.cfg.Network.Limits()); len(problems) > 0 {
 		return errcode.InvalidFields(problems)

@@ -94,6 +94,20 @@ func NewInternet(t testing.TB) *Internet {
 	t.Cleanup(func() { _ = exec.Command(ip, "netns", "del", outName).Run() })
 	sh("netns", "add", inName)
 	t.Cleanup(func() { _ = exec.Command(ip, "netns", "del", inName).Run() })
+	// No IPv6 on the test internet's own links: their router solicitations
+	// and multicast reports would count as IPv6 packets reaching it.
+	for _, ns := range []string{in.Out, in.In} {
+		if err := egress.InNetNS(ns, func() error {
+			for _, k := range []string{"all", "default"} {
+				if err := os.WriteFile("/proc/sys/net/ipv6/conf/"+k+"/disable_ipv6", []byte("1"), 0); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			t.Fatalf("disabling IPv6 in the test internet: %v", err)
+		}
+	}
 	sh("link", "add", "bto"+suffix, "netns", outName, "type", "veth", "peer", "name", "bti"+suffix, "netns", inName)
 	sh("-n", outName, "addr", "add", InternetGateway+"/24", "dev", "bto"+suffix)
 	sh("-n", outName, "link", "set", "bto"+suffix, "up")
