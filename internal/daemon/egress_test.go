@@ -588,3 +588,40 @@ func TestEgressOff(t *testing.T) {
 	}
 	newSandbox(t, d) // control: a sandbox of mode none
 }
+
+// TestEgressKeyReplaced: a daemon whose egress.key is not the one that
+// sealed a sandbox's keys (lost, replaced) gives the sandbox a new CA and
+// drops its secrets, rather than leaving it unable to start.
+func TestEgressKeyReplaced(t *testing.T) {
+	needEgress(t)
+	t.Parallel()
+	in := testenv.NewInternet(t)
+	data := filepath.Join(testenv.ShortTempDir(t), "d")
+	d := testenv.StartDaemonProcess(t, data, in.Args()...)
+	sb := egressSandbox(t, d, apitype.Network{})
+	if _, err := d.Client.PutSecret(context.Background(), sb.ID, apitype.Secret{Host: testenv.InternetHost, Header: "Authorization", Value: "Bearer k"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Stop(t); err != nil {
+		t.Fatal(err)
+	}
+	key := make([]byte, 32)
+	for i := range key {
+		key[i] = byte(i)
+	}
+	if err := os.WriteFile(filepath.Join(data, daemon.EgressKeyFile), key, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d = testenv.StartDaemonProcess(t, data, in.Args()...)
+	mustSh(t, d, sb.ID, "curl -sS -m 10 http://www.test.example/", "hello")
+	if list, err := d.Client.Secrets(context.Background(), sb.ID); err != nil || len(list) != 0 {
+		t.Errorf("secrets after the key changed: %+v, %v; want none", list, err)
+	}
+	// Control: secrets set now are kept and used.
+	if _, err := d.Client.PutSecret(context.Background(), sb.ID, apitype.Secret{Host: testenv.InternetHost, Header: "Authorization", Value: "Bearer again"}); err != nil {
+		t.Fatal(err)
+	}
+	if list, _ := d.Client.Secrets(context.Background(), sb.ID); len(list) != 1 {
+		t.Errorf("secrets after setting one again: %+v", list)
+	}
+}

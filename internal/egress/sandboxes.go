@@ -200,7 +200,19 @@ func (s *Service) keys(ctx context.Context, id string) (*broker.CA, []broker.Sec
 	if err != nil {
 		return nil, nil, err
 	}
-	if k == nil {
+	if k != nil {
+		ca, secrets, err := s.openKeys(id, k)
+		if err == nil {
+			return ca, secrets, nil
+		}
+		// The data directory's egress.key is not the one that sealed
+		// them (lost, or replaced): they cannot be read by anyone. The
+		// sandbox gets a new CA, and its secrets must be set again;
+		// refusing would leave it unable to start, for good.
+		s.logger.WarnContext(ctx, "egress keys unreadable: a new CA is made and the secrets are dropped; set them again",
+			"sandbox_id", id, "err", err)
+	}
+	{
 		ca, err := broker.NewCA(id)
 		if err != nil {
 			return nil, nil, err
@@ -218,6 +230,10 @@ func (s *Service) keys(ctx context.Context, id string) (*broker.CA, []broker.Sec
 		}
 		return ca, nil, nil
 	}
+}
+
+// openKeys opens a sandbox's stored CA key and secrets.
+func (s *Service) openKeys(id string, k *store.NetworkKeys) (*broker.CA, []broker.Secret, error) {
 	der, err := s.sealer.Open(k.CAKey, id+"/ca")
 	if err != nil {
 		return nil, nil, fmt.Errorf("opening sandbox %s's CA key (is this the data directory's own egress key?): %w", id, err)
