@@ -310,7 +310,18 @@ func (l *link) onTCP(r *tcp.ForwarderRequest) {
 	r.Complete(false)
 	ep.SocketOptions().SetDelayOption(false) // no Nagle: Berth relays what it reads at once
 	c := gonet.NewTCPConn(&wq, ep)
+	// A handshake that ends as the link closes is not served: close has
+	// begun waiting for the link's goroutines, and no more may join.
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		ep.Abort()
+		c.Close()
+		l.release()
+		return
+	}
 	l.wg.Add(1)
+	l.mu.Unlock()
 	go func() {
 		defer l.wg.Done()
 		defer l.release()
