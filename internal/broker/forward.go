@@ -11,7 +11,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httputil"
-	"net/textproto"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -265,14 +264,8 @@ func (f *Forwarder) check() error {
 		if s.Host != f.Host {
 			return fmt.Errorf("secret %d is bound to %q, not to forwarder host %s", i, s.Host, f.Host)
 		}
-		if !validHeaderName(s.Header) {
-			return fmt.Errorf("secret %d for %s: %q is not a header name", i, f.Host, s.Header)
-		}
-		if reservedHeaders[textproto.CanonicalMIMEHeaderKey(s.Header)] {
-			return fmt.Errorf("secret %d for %s: header %s cannot carry a secret", i, f.Host, s.Header)
-		}
-		if !validHeaderValue(s.Value) {
-			return fmt.Errorf("secret %d for %s: value of header %s has control characters", i, f.Host, s.Header)
+		if field, why := s.Problem(); field != "" {
+			return fmt.Errorf("secret %d for %s: %s %s", i, f.Host, field, why)
 		}
 	}
 	return nil

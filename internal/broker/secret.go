@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/textproto"
 )
 
 // redacted replaces a secret value wherever a Secret is printed or logged.
@@ -61,4 +62,26 @@ func (s Secret) MarshalJSON() ([]byte, error) {
 		Header string `json:"header"`
 		Value  string `json:"value"`
 	}{s.Host, s.Header, redacted})
+}
+
+// MaxValue bounds a secret's value.
+const MaxValue = 8 << 10
+
+// Problem says what is wrong with s, naming the field ("host", "header"
+// or "value") and why, never quoting the value; "" when s can be served.
+// Host must be an exact lowercase DNS name, Header a token that neither
+// frames nor routes the request, Value 1 to MaxValue bytes of no control
+// characters but tab.
+func (s Secret) Problem() (field, why string) {
+	switch {
+	case !validHost(s.Host):
+		return "host", fmt.Sprintf("%q is not a host name (an exact lowercase name such as api.example.com)", s.Host)
+	case !validHeaderName(s.Header) || len(s.Header) > 128:
+		return "header", fmt.Sprintf("%q is not a header name", s.Header)
+	case reservedHeaders[textproto.CanonicalMIMEHeaderKey(s.Header)]:
+		return "header", fmt.Sprintf("%s frames or routes the request, so it cannot carry a secret", s.Header)
+	case s.Value == "" || len(s.Value) > MaxValue || !validHeaderValue(s.Value):
+		return "value", fmt.Sprintf("must be 1-%d bytes with no control characters but tab", MaxValue)
+	}
+	return "", ""
 }

@@ -40,3 +40,32 @@ func TestSecretRedacts(t *testing.T) {
 		t.Errorf("slog probe output = %s, want the plain value", buf.String())
 	}
 }
+
+func TestSecretProblem(t *testing.T) {
+	for _, tc := range []struct {
+		s     Secret
+		field string
+	}{
+		{Secret{Host: "api.example.com", Header: "Authorization", Value: "Bearer x"}, ""},
+		{Secret{Host: "api.example.com", Header: "X-Api-Key", Value: "a\tb"}, ""},
+		{Secret{Host: "*.example.com", Header: "A", Value: "v"}, "host"},
+		{Secret{Host: "API.example.com", Header: "A", Value: "v"}, "host"},
+		{Secret{Host: "10.0.0.1", Header: "A", Value: "v"}, "host"},
+		{Secret{Host: "", Header: "A", Value: "v"}, "host"},
+		{Secret{Host: "x.com", Header: "Host", Value: "v"}, "header"},
+		{Secret{Host: "x.com", Header: "transfer-encoding", Value: "v"}, "header"},
+		{Secret{Host: "x.com", Header: "Bad Header", Value: "v"}, "header"},
+		{Secret{Host: "x.com", Header: "A", Value: ""}, "value"},
+		{Secret{Host: "x.com", Header: "A", Value: "v\r\nInjected: 1"}, "value"},
+		{Secret{Host: "x.com", Header: "A", Value: strings.Repeat("v", MaxValue+1)}, "value"},
+		{Secret{Host: "x.com", Header: "A", Value: strings.Repeat("v", MaxValue)}, ""},
+	} {
+		field, why := tc.s.Problem()
+		if field != tc.field {
+			t.Errorf("Problem(%q %q, %d bytes) = %q %q, want field %q", tc.s.Host, tc.s.Header, len(tc.s.Value), field, why, tc.field)
+		}
+		if strings.Contains(why, "Injected") || strings.Contains(why, "Bearer") {
+			t.Errorf("Problem quotes the value: %q", why)
+		}
+	}
+}

@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -53,40 +52,25 @@ func newDialer(ns string) (*nsDialer, error) {
 }
 
 // socketThread makes sockets in ns until the dialer is closed, on a thread
-// of its own that it puts back in the daemon's namespace at the end (see
-// InNetNS).
+// of its own (InNetNS's, put back in the daemon's namespace at the end).
 func (d *nsDialer) socketThread(ready chan<- error) {
 	defer close(d.exited)
-	runtime.LockOSThread()
-	self, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		ready <- fmt.Errorf("opening the daemon's network namespace: %w", err)
-		return
-	}
-	defer unix.Close(self)
-	fd, err := unix.Open(d.ns, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err == nil {
-		err = unix.Setns(fd, unix.CLONE_NEWNET)
-		unix.Close(fd)
-	}
-	if err != nil {
-		runtime.UnlockOSThread()
-		ready <- fmt.Errorf("joining the egress namespace %s: %w", d.ns, err)
-		return
-	}
-	ready <- nil
-	for {
-		select {
-		case r := <-d.req:
-			fd, err := unix.Socket(r.family, r.typ|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
-			r.reply <- socketReply{fd, err}
-			continue
-		case <-d.done:
+	joined := false
+	err := InNetNS(d.ns, func() error {
+		joined = true
+		ready <- nil
+		for {
+			select {
+			case r := <-d.req:
+				fd, err := unix.Socket(r.family, r.typ|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+				r.reply <- socketReply{fd, err}
+			case <-d.done:
+				return nil
+			}
 		}
-		break
-	}
-	if unix.Setns(self, unix.CLONE_NEWNET) == nil {
-		runtime.UnlockOSThread()
+	})
+	if !joined {
+		ready <- err
 	}
 }
 

@@ -2,6 +2,7 @@ package egress
 
 import (
 	"context"
+	"errors"
 	"net"
 	"net/netip"
 	"strings"
@@ -146,11 +147,7 @@ func (l *link) answer(q []byte) []byte {
 	defer cancel()
 	ips, err := l.svc.lookup(ctx, name)
 	if err != nil {
-		var dnsErr *net.DNSError
-		if de, ok := err.(*net.DNSError); ok {
-			dnsErr = de
-		}
-		if dnsErr != nil && dnsErr.IsNotFound {
+		if dnsErr := (*net.DNSError)(nil); errors.As(err, &dnsErr) && dnsErr.IsNotFound {
 			l.svc.metrics.dns.WithLabelValues("nxdomain").Inc()
 			return reply(h, qs, dnsmessage.RCodeNameError, nil)
 		}

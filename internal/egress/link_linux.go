@@ -145,10 +145,10 @@ func (s *Service) setSecrets(id string, secrets []broker.Secret, ca *broker.CA) 
 	if l == nil {
 		return
 	}
+	by := byHost(secrets)
 	l.mu.Lock()
-	p := l.policy
+	l.secrets, l.ca = by, ca
 	l.mu.Unlock()
-	l.set(p, secrets, ca)
 }
 
 // log returns the newest limit entries of sandbox id's connection log,
@@ -201,13 +201,19 @@ type flow struct {
 }
 
 func (l *link) set(p netpolicy.Policy, secrets []broker.Secret, ca *broker.CA) {
+	by := byHost(secrets)
+	l.mu.Lock()
+	l.policy, l.secrets, l.ca = p, by, ca
+	l.mu.Unlock()
+}
+
+// byHost groups secrets by their host.
+func byHost(secrets []broker.Secret) map[string][]broker.Secret {
 	by := map[string][]broker.Secret{}
 	for _, s := range secrets {
 		by[s.Host] = append(by[s.Host], s)
 	}
-	l.mu.Lock()
-	l.policy, l.secrets, l.ca = p, by, ca
-	l.mu.Unlock()
+	return by
 }
 
 func (l *link) close() {
@@ -381,7 +387,8 @@ func (l *link) serve(c *gonet.TCPConn, abort func(), ip netip.Addr, port int) {
 	// arrive: only a deny rule matching the name they carry could still
 	// refuse the connection, and then the dialed one is closed unused (a
 	// handshake, no data, with an address the policy allows).
-	early := l.dialEarly(ip, port, dial)
+	lim := l.svc.limits() // one copy for this connection's decisions
+	early := l.dialEarly(lim, ip, port, dial)
 	defer early.discard()
 	wait := helloWaitOther
 	if port == 80 || port == 443 {
@@ -393,7 +400,7 @@ func (l *link) serve(c *gonet.TCPConn, abort func(), ip netip.Addr, port int) {
 		return
 	}
 	e := &Entry{Time: time.Now().UTC(), Domain: h.name, IP: ip.String(), Port: port, Proto: h.proto}
-	d, names := l.decide(h.name, ip, port)
+	d, names := l.decide(lim, h.name, ip, port)
 	if e.Domain == "" && len(names) > 0 {
 		e.Domain = names[0]
 	}
@@ -481,11 +488,10 @@ type earlyDial struct {
 
 // dialEarly starts dialing ip:port when the policy allows it on its
 // address alone and has no allowlist; otherwise it returns nil.
-func (l *link) dialEarly(ip netip.Addr, port int, dial func(context.Context) (net.Conn, error)) *earlyDial {
+func (l *link) dialEarly(lim netpolicy.Limits, ip netip.Addr, port int, dial func(context.Context) (net.Conn, error)) *earlyDial {
 	l.mu.Lock()
 	p := l.policy
 	l.mu.Unlock()
-	lim := l.svc.limits()
 	if len(p.AllowOnly) > 0 || len(lim.AllowOnly) > 0 || !netpolicy.Decide(p, lim, l.names.of(ip), ip, port).Allowed {
 		return nil
 	}
@@ -536,11 +542,10 @@ func (e *earlyDial) discard() {
 // names bound to ip count: those Berth's resolver answered with ip, or a
 // SNI or Host name that resolves to ip now. A client cannot reach an
 // address by naming an allowed host it does not belong to.
-func (l *link) decide(name string, ip netip.Addr, port int) (netpolicy.Decision, []string) {
+func (l *link) decide(lim netpolicy.Limits, name string, ip netip.Addr, port int) (netpolicy.Decision, []string) {
 	l.mu.Lock()
 	p := l.policy
 	l.mu.Unlock()
-	lim := l.svc.limits()
 	bound := l.names.of(ip)
 	all := bound
 	if name != "" && !slices.Contains(all, name) {

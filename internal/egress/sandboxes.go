@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -28,11 +29,6 @@ type KeyStore interface {
 	PutNetworkKeys(ctx context.Context, id string, k *store.NetworkKeys) error
 }
 
-// CABundlePath is where a sandbox finds its CA bundle: the host's roots
-// and its own egress CA. SSL_CERT_FILE, NODE_EXTRA_CA_CERTS,
-// REQUESTS_CA_BUNDLE and PIP_CERT name it for every command.
-const CABundlePath = sandbox.EgressCABundle
-
 // hostBundle is the host's CA bundle, which a sandbox's extends.
 const hostBundle = "/etc/ssl/certs/ca-certificates.crt"
 
@@ -43,7 +39,7 @@ func (s *Service) Limits() netpolicy.Limits { return s.cfg.Limits }
 // namespace, a resolv.conf naming Berth's resolver, and a CA bundle that
 // trusts its own CA.
 func (s *Service) Up(ctx context.Context, sb *sandbox.Sandbox, l sandbox.Layout) (*sandbox.NetworkSetup, error) {
-	ca, secrets, err := s.keys(ctx, sb.ID)
+	k, err := s.keys(ctx, sb.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -51,12 +47,11 @@ func (s *Service) Up(ctx context.Context, sb *sandbox.Sandbox, l sandbox.Layout)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	bundle, err := os.ReadFile(hostBundle)
-	if err != nil && !os.IsNotExist(err) {
-		return nil, fmt.Errorf("reading the host's CA bundle: %w", err)
+	roots, err := s.hostRoots()
+	if err != nil {
+		return nil, err
 	}
-	bundle = append(bytes.TrimRight(bundle, "\n"), '\n')
-	bundle = append(bundle, ca.CertPEM()...)
+	bundle := append(append(slices.Clip(roots), '\n'), k.ca.CertPEM()...)
 	files := map[string][]byte{
 		"resolv.conf": fmt.Appendf(nil, "nameserver %s\noptions timeout:2 attempts:2\n", gatewayAddr),
 		"ca-bundle":   bundle,
@@ -66,14 +61,38 @@ func (s *Service) Up(ctx context.Context, sb *sandbox.Sandbox, l sandbox.Layout)
 			return nil, err
 		}
 	}
-	netns, err := s.serve(ctx, Sandbox{ID: sb.ID, Dir: l.Dir, Policy: sb.Network, Secrets: secrets, CA: ca})
+	netns, err := s.serve(ctx, Sandbox{ID: sb.ID, Dir: l.Dir, Policy: sb.Network, Secrets: k.secrets, CA: k.ca})
 	if err != nil {
 		return nil, err
 	}
 	return &sandbox.NetworkSetup{NetNS: netns, Files: map[string]string{
-		"/etc/resolv.conf": filepath.Join(dir, "resolv.conf"),
-		CABundlePath:       filepath.Join(dir, "ca-bundle"),
+		"/etc/resolv.conf":     filepath.Join(dir, "resolv.conf"),
+		sandbox.EgressCABundle: filepath.Join(dir, "ca-bundle"),
 	}}, nil
+}
+
+// hostRoots returns the host's CA bundle without its final newlines, read
+// again only when the file changed (every egress sandbox's start extends
+// it).
+func (s *Service) hostRoots() ([]byte, error) {
+	fi, err := os.Stat(hostBundle)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading the host's CA bundle: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.roots != nil && fi.ModTime().Equal(s.rootsMod) && fi.Size() == s.rootsSize {
+		return s.roots, nil
+	}
+	b, err := os.ReadFile(hostBundle)
+	if err != nil {
+		return nil, fmt.Errorf("reading the host's CA bundle: %w", err)
+	}
+	s.roots, s.rootsMod, s.rootsSize = bytes.TrimRight(b, "\n"), fi.ModTime(), fi.Size()
+	return s.roots, nil
 }
 
 // Down stops serving sandbox id's egress.
@@ -100,12 +119,12 @@ const maxSecrets = 64
 // EditSecrets replaces sb's secrets with edit's result, validated, sealed,
 // stored and applied. Nothing is changed when any is invalid.
 func (s *Service) EditSecrets(ctx context.Context, sb *sandbox.Sandbox, edit func([]apitype.Secret) []apitype.Secret) error {
-	_, current, err := s.keys(ctx, sb.ID)
+	k, err := s.keys(ctx, sb.ID)
 	if err != nil {
 		return err
 	}
 	var cur []apitype.Secret
-	for _, c := range current {
+	for _, c := range k.secrets {
 		cur = append(cur, apitype.Secret{Host: c.Host, Header: c.Header, Value: c.Value})
 	}
 	list := edit(cur)
@@ -116,60 +135,50 @@ func (s *Service) EditSecrets(ctx context.Context, sb *sandbox.Sandbox, edit fun
 	seen := map[string]bool{}
 	lim := s.limits()
 	var secrets []broker.Secret
-	for i, sec := range list {
+	for i, in := range list {
 		field := fmt.Sprintf("secrets[%d]", i)
-		host := strings.TrimSuffix(strings.ToLower(sec.Host), ".")
-		header := http.CanonicalHeaderKey(sec.Header)
-		switch {
-		case !validHost(host):
-			problems[field+".host"] = fmt.Sprintf("%q is not a host name (an exact name such as api.example.com)", sec.Host)
-		case !validHeader(header):
-			problems[field+".header"] = fmt.Sprintf("%q is not a header a secret may set (a token; not Host, Connection or a hop-by-hop or framing header)", sec.Header)
-		case sec.Value == "" || strings.ContainsAny(sec.Value, "\r\n\x00") || len(sec.Value) > 8<<10:
-			problems[field+".value"] = "must be 1-8192 bytes with no line breaks or NUL"
-		case seen[host+"\x00"+header]:
-			problems[field] = fmt.Sprintf("%s is bound twice for %s", header, host)
-		default:
-			if d := netpolicy.DecideName(sb.Network, lim, host); !d.Allowed {
-				return errcode.SecretHostRefused.New("secrets[%d]: the sandbox's policy refuses %s (%s: %s), so a secret for it would never be used; nothing was changed", i, host, d.Reason, d.Detail)
-			}
+		sec := broker.Secret{Host: strings.TrimSuffix(strings.ToLower(in.Host), "."),
+			Header: http.CanonicalHeaderKey(in.Header), Value: in.Value}
+		if f, why := sec.Problem(); f != "" {
+			problems[field+"."+f] = why
+			continue
 		}
-		seen[host+"\x00"+header] = true
-		secrets = append(secrets, broker.Secret{Host: host, Header: header, Value: sec.Value})
+		if seen[sec.Host+"\x00"+sec.Header] {
+			problems[field] = fmt.Sprintf("%s is bound twice for %s", sec.Header, sec.Host)
+			continue
+		}
+		if d := netpolicy.DecideName(sb.Network, lim, sec.Host); !d.Allowed {
+			return errcode.SecretHostRefused.New("secrets[%d]: the sandbox's policy refuses %s (%s: %s), so a secret for it would never be used; nothing was changed", i, sec.Host, d.Reason, d.Detail)
+		}
+		seen[sec.Host+"\x00"+sec.Header] = true
+		secrets = append(secrets, sec)
 	}
 	if len(problems) > 0 {
 		return errcode.InvalidFields(problems)
-	}
-	ca, _, err := s.keys(ctx, sb.ID)
-	if err != nil {
-		return err
 	}
 	b, err := json.Marshal(secretsJSON(secrets))
 	if err != nil {
 		return err
 	}
-	k, err := s.store.GetNetworkKeys(ctx, sb.ID)
-	if err != nil {
+	stored := *k.stored
+	if stored.Secrets, err = s.sealer.Seal(b, sb.ID+"/secrets"); err != nil {
 		return err
 	}
-	if k.Secrets, err = s.sealer.Seal(b, sb.ID+"/secrets"); err != nil {
+	if err := s.store.PutNetworkKeys(ctx, sb.ID, &stored); err != nil {
 		return err
 	}
-	if err := s.store.PutNetworkKeys(ctx, sb.ID, k); err != nil {
-		return err
-	}
-	s.setSecrets(sb.ID, secrets, ca)
+	s.setSecrets(sb.ID, secrets, k.ca)
 	return nil
 }
 
 // Secrets lists sb's secrets without their values.
 func (s *Service) Secrets(ctx context.Context, sb *sandbox.Sandbox) ([]apitype.Secret, error) {
-	_, secrets, err := s.keys(ctx, sb.ID)
+	k, err := s.keys(ctx, sb.ID)
 	if err != nil {
 		return nil, err
 	}
 	out := []apitype.Secret{}
-	for _, sec := range secrets {
+	for _, sec := range k.secrets {
 		out = append(out, apitype.Secret{Host: sec.Host, Header: sec.Header})
 	}
 	return out, nil
@@ -190,20 +199,28 @@ func secretsJSON(list []broker.Secret) []secretJSON {
 	return out
 }
 
-// keys returns sandbox id's CA, made and stored on first use, and its
-// secrets.
-func (s *Service) keys(ctx context.Context, id string) (*broker.CA, []broker.Secret, error) {
+// sandboxKeys are a sandbox's CA and secrets, opened, and the record they
+// were read from (or written to).
+type sandboxKeys struct {
+	ca      *broker.CA
+	secrets []broker.Secret
+	stored  *store.NetworkKeys
+}
+
+// keys returns sandbox id's keys: its CA, made and stored on first use,
+// and its secrets.
+func (s *Service) keys(ctx context.Context, id string) (*sandboxKeys, error) {
 	if s.store == nil || s.sealer == nil {
-		return nil, nil, errcode.NetworkUnavailable.New("egress has no key store")
+		return nil, errcode.NetworkUnavailable.New("egress has no key store")
 	}
-	k, err := s.store.GetNetworkKeys(ctx, id)
+	stored, err := s.store.GetNetworkKeys(ctx, id)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	if k != nil {
-		ca, secrets, err := s.openKeys(id, k)
+	if stored != nil {
+		k, err := s.openKeys(id, stored)
 		if err == nil {
-			return ca, secrets, nil
+			return k, nil
 		}
 		// The data directory's egress.key is not the one that sealed
 		// them (lost, or replaced): they cannot be read by anyone. The
@@ -212,77 +229,49 @@ func (s *Service) keys(ctx context.Context, id string) (*broker.CA, []broker.Sec
 		s.logger.WarnContext(ctx, "egress keys unreadable: a new CA is made and the secrets are dropped; set them again",
 			"sandbox_id", id, "err", err)
 	}
-	{
-		ca, err := broker.NewCA(id)
-		if err != nil {
-			return nil, nil, err
-		}
-		der, err := ca.MarshalKey()
-		if err != nil {
-			return nil, nil, err
-		}
-		sealed, err := s.sealer.Seal(der, id+"/ca")
-		if err != nil {
-			return nil, nil, err
-		}
-		if err := s.store.PutNetworkKeys(ctx, id, &store.NetworkKeys{CACert: ca.CertPEM(), CAKey: sealed}); err != nil {
-			return nil, nil, err
-		}
-		return ca, nil, nil
+	ca, err := broker.NewCA(id)
+	if err != nil {
+		return nil, err
 	}
+	der, err := ca.MarshalKey()
+	if err != nil {
+		return nil, err
+	}
+	sealed, err := s.sealer.Seal(der, id+"/ca")
+	if err != nil {
+		return nil, err
+	}
+	stored = &store.NetworkKeys{CACert: ca.CertPEM(), CAKey: sealed}
+	if err := s.store.PutNetworkKeys(ctx, id, stored); err != nil {
+		return nil, err
+	}
+	return &sandboxKeys{ca: ca, stored: stored}, nil
 }
 
 // openKeys opens a sandbox's stored CA key and secrets.
-func (s *Service) openKeys(id string, k *store.NetworkKeys) (*broker.CA, []broker.Secret, error) {
-	der, err := s.sealer.Open(k.CAKey, id+"/ca")
+func (s *Service) openKeys(id string, stored *store.NetworkKeys) (*sandboxKeys, error) {
+	der, err := s.sealer.Open(stored.CAKey, id+"/ca")
 	if err != nil {
-		return nil, nil, fmt.Errorf("opening sandbox %s's CA key (is this the data directory's own egress key?): %w", id, err)
+		return nil, fmt.Errorf("opening sandbox %s's CA key (is this the data directory's own egress key?): %w", id, err)
 	}
-	ca, err := broker.LoadCA(k.CACert, der)
-	if err != nil {
-		return nil, nil, err
+	k := &sandboxKeys{stored: stored}
+	if k.ca, err = broker.LoadCA(stored.CACert, der); err != nil {
+		return nil, err
 	}
-	var secrets []broker.Secret
-	if len(k.Secrets) > 0 {
-		b, err := s.sealer.Open(k.Secrets, id+"/secrets")
+	if len(stored.Secrets) > 0 {
+		b, err := s.sealer.Open(stored.Secrets, id+"/secrets")
 		if err != nil {
-			return nil, nil, fmt.Errorf("opening sandbox %s's secrets: %w", id, err)
+			return nil, fmt.Errorf("opening sandbox %s's secrets: %w", id, err)
 		}
 		var list []secretJSON
 		if err := json.Unmarshal(b, &list); err != nil {
-			return nil, nil, fmt.Errorf("reading sandbox %s's secrets: %w", id, err)
+			return nil, fmt.Errorf("reading sandbox %s's secrets: %w", id, err)
 		}
 		for _, sj := range list {
-			secrets = append(secrets, broker.Secret{Host: sj.Host, Header: sj.Header, Value: sj.Value})
+			k.secrets = append(k.secrets, broker.Secret{Host: sj.Host, Header: sj.Header, Value: sj.Value})
 		}
 	}
-	return ca, secrets, nil
-}
-
-// validHost reports whether host is an exact DNS name.
-func validHost(host string) bool {
-	if host == "" || len(host) > 253 || strings.HasPrefix(host, "*") {
-		return false
-	}
-	_, err := netpolicy.ParseEntry(host)
-	return err == nil && !strings.ContainsAny(host, ":/[]") && hostName(host) == host
-}
-
-// refusedHeaders may not be set by a secret: they frame or route the
-// request.
-var refusedHeaders = []string{"Host", "Connection", "Content-Length", "Transfer-Encoding", "Keep-Alive", "Proxy-Connection",
-	"Te", "Trailer", "Upgrade", "Proxy-Authenticate"}
-
-func validHeader(h string) bool {
-	if h == "" || len(h) > 128 || slices.Contains(refusedHeaders, h) {
-		return false
-	}
-	for _, c := range h {
-		if !(c == '-' || c >= '0' && c <= '9' || c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z') {
-			return false
-		}
-	}
-	return true
+	return k, nil
 }
 
 // writeFile writes b to path whole (temp file and rename), readable by the

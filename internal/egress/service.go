@@ -65,8 +65,12 @@ type Service struct {
 	res     *net.Resolver
 	conns   chan struct{} // daemon-wide connection slots
 
-	mu    sync.Mutex // guards links and hostIPs
+	mu    sync.Mutex // guards links, hostIPs and roots
 	links map[string]*link
+	// roots is the host's CA bundle, as of rootsMod and rootsSize.
+	roots     []byte
+	rootsMod  time.Time
+	rootsSize int64
 	// hostIPs are the host's own addresses, refreshed now and then: no
 	// sandbox may reach them (NET-04).
 	hostIPs   []netip.Prefix

@@ -108,8 +108,8 @@ func (m *Manager) SetNetwork(ctx context.Context, id string, p netpolicy.Policy)
 		return nil, err
 	}
 	p = p.Normalize()
-	if p.Mode != sb.Network.Normalize().Mode {
-		return nil, errcode.InvalidFields(map[string]string{"network.mode": fmt.Sprintf("is %s for this sandbox and cannot change after create", sb.Network.Normalize().Mode)})
+	if mode := sb.Network.Normalize().Mode; p.Mode != mode {
+		return nil, errcode.InvalidFields(map[string]string{"network.mode": fmt.Sprintf("is %s for this sandbox and cannot change after create", mode)})
 	}
 	rt, err := m.runtimeOf(sb)
 	if err != nil {
