@@ -94,6 +94,8 @@ type Sandbox struct {
 // SandboxList is the body of GET /v1/sandboxes.
 type SandboxList struct {
 	Sandboxes []Sandbox `json:"sandboxes"`
+	// NextCursor, when set, fetches the next page (?cursor=).
+	NextCursor string `json:"next_cursor,omitempty"`
 }
 
 // Command statuses.
@@ -214,9 +216,11 @@ type MoveRequest struct {
 
 // Key is an API key's metadata; the secret appears only once, on create.
 type Key struct {
-	ID        string     `json:"id"`
-	Name      string     `json:"name"`
-	Scope     string     `json:"scope"`
+	ID    string `json:"id"`
+	Name  string `json:"name"`
+	Scope string `json:"scope"`
+	// Tenant is the ID of the key's tenant; absent for admin keys.
+	Tenant    string     `json:"tenant,omitempty"`
 	Prefix    string     `json:"prefix"`
 	CreatedAt time.Time  `json:"created_at"`
 	RevokedAt *time.Time `json:"revoked_at,omitempty"`
@@ -226,7 +230,9 @@ type Key struct {
 // CreateKeyRequest is the body of POST /v1/keys.
 type CreateKeyRequest struct {
 	Name  string `json:"name"`
-	Scope string `json:"scope,omitempty"`
+	Scope string `json:"scope,omitempty"` // execution (the default), read or admin
+	// Tenant (ID or name) owns the key; required unless scope is admin.
+	Tenant string `json:"tenant,omitempty"`
 }
 
 // KeyList is the body of GET /v1/keys.

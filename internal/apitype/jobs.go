@@ -38,10 +38,14 @@ type JobInput struct {
 // CreateJobRequest is the body of POST /v1/jobs (and of POST
 // /v1/convert/{action}, whose action comes from the path).
 type CreateJobRequest struct {
-	Action     string              `json:"action"`
-	BusinessID string              `json:"business_id,omitempty"`
-	Inputs     map[string]JobInput `json:"inputs"`
-	Options    json.RawMessage     `json:"options,omitempty"`
+	Action     string `json:"action"`
+	BusinessID string `json:"business_id,omitempty"`
+	// User names the end user the tenant's application acts for; jobs
+	// count capacity per user with it. "" takes the Berth-User header,
+	// then the key.
+	User    string              `json:"user,omitempty"`
+	Inputs  map[string]JobInput `json:"inputs"`
+	Options json.RawMessage     `json:"options,omitempty"`
 }
 
 // JobError says why a job failed.
@@ -92,6 +96,8 @@ type JobEvent struct {
 // Jobs is a page of GET /v1/jobs.
 type Jobs struct {
 	Jobs []Job `json:"jobs"`
+	// NextCursor, when set, fetches the next page (?cursor=).
+	NextCursor string `json:"next_cursor,omitempty"`
 }
 
 // ActionHealth is an action as GET /v1/actions shows it.

@@ -2,9 +2,15 @@
 //
 // A key is "bk_" followed by 52 base32 characters (256 random bits). Only
 // its SHA-256 is stored: keys are high-entropy, so a fast hash is enough and
-// lookups stay cheap. The stored hash is compared in constant time. Keys
-// have a scope: "admin" may do everything, including managing keys;
-// "execution" may use sandboxes but not manage keys.
+// lookups stay cheap. The stored hash is compared in constant time.
+//
+// Keys have a scope and, except admin keys, a tenant. "admin" keys are the
+// operator's: they belong to no tenant, see everything and manage tenants
+// and keys. Every other key belongs to exactly one tenant and sees only its
+// resources: "execution" keys use them, "read" keys list and read them.
+//
+// Revoking a key ends what it has open: Watch gives each long-lived
+// request a context that is canceled when its key is revoked.
 package auth
 
 import (
@@ -29,10 +35,11 @@ import (
 const (
 	ScopeAdmin     = "admin"
 	ScopeExecution = "execution"
+	ScopeRead      = "read"
 )
 
 // ValidScope reports whether s names a scope.
-func ValidScope(s string) bool { return s == ScopeAdmin || s == ScopeExecution }
+func ValidScope(s string) bool { return s == ScopeAdmin || s == ScopeExecution || s == ScopeRead }
 
 // KeyPrefix starts every API key, so leaked keys are easy to scan for.
 const KeyPrefix = "bk_"
@@ -44,6 +51,8 @@ type Key struct {
 	Scope     string
 	Prefix    string // the first characters of the secret, for people to recognise it
 	Hash      string
+	// TenantID is the tenant the key belongs to; "" for admin keys.
+	TenantID  string
 	CreatedAt time.Time
 	RevokedAt *time.Time
 }
@@ -53,11 +62,24 @@ type Principal struct {
 	KeyID string
 	Name  string
 	Scope string
+	// Tenant is the ID of the key's tenant; "" for an admin key, which
+	// sees every tenant.
+	Tenant string
 }
 
-// Can reports whether p may act with scope.
+// Admin reports whether p is the operator's (an admin key).
+func (p Principal) Admin() bool { return p.Scope == ScopeAdmin }
+
+// Can reports whether p may act with scope: admin may do everything,
+// execution may also read.
 func (p Principal) Can(scope string) bool {
-	return p.Scope == ScopeAdmin || p.Scope == scope
+	switch p.Scope {
+	case ScopeAdmin:
+		return true
+	case ScopeExecution:
+		return scope == ScopeExecution || scope == ScopeRead
+	}
+	return p.Scope == scope
 }
 
 // Store persists keys.
@@ -66,6 +88,8 @@ type Store interface {
 	KeyByHash(ctx context.Context, hash string) (*Key, error)
 	ListKeys(ctx context.Context) ([]*Key, error)
 	RevokeKey(ctx context.Context, id string) error
+	// RevokedKeys reports which of ids are revoked or gone.
+	RevokedKeys(ctx context.Context, ids []string) ([]string, error)
 }
 
 // Secret is an API key's plaintext. It never prints itself in logs.
@@ -84,10 +108,11 @@ func (Secret) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, "REDACTED")
 // Keys issues and checks API keys.
 type Keys struct {
 	store Store
+	w     watchers
 }
 
 // NewKeys returns a Keys over store.
-func NewKeys(store Store) *Keys { return &Keys{store: store} }
+func NewKeys(store Store) *Keys { return &Keys{store: store, w: watchers{byKey: map[string]map[*watch]bool{}}} }
 
 // Hash returns the stored form of a secret.
 func Hash(secret string) string {
@@ -96,18 +121,29 @@ func Hash(secret string) string {
 }
 
 // Create issues a key and returns its record and its secret, which is not
-// recoverable later.
-func (ks *Keys) Create(ctx context.Context, name, scope string) (*Key, Secret, error) {
+// recoverable later. An admin key has no tenant; every other key has one
+// (the caller checks that it exists).
+func (ks *Keys) Create(ctx context.Context, name, scope, tenantID string) (*Key, Secret, error) {
+	problems := map[string]string{}
 	if !ValidScope(scope) {
-		return nil, "", errcode.InvalidFields(map[string]string{"scope": "must be admin or execution"})
+		problems["scope"] = "must be admin, execution or read"
 	}
 	if name == "" || len(name) > 100 {
-		return nil, "", errcode.InvalidFields(map[string]string{"name": "is required, at most 100 bytes"})
+		problems["name"] = "is required, at most 100 bytes"
+	}
+	switch {
+	case scope == ScopeAdmin && tenantID != "":
+		problems["tenant"] = "admin keys are the operator's and belong to no tenant"
+	case scope != ScopeAdmin && tenantID == "":
+		problems["tenant"] = "is required for execution and read keys"
+	}
+	if len(problems) > 0 {
+		return nil, "", errcode.InvalidFields(problems)
 	}
 	secret := ident.Token(KeyPrefix)
 	k := &Key{
 		ID: ident.New("key_"), Name: name, Scope: scope, Prefix: secret[:len(KeyPrefix)+6],
-		Hash: Hash(secret), CreatedAt: time.Now().UTC(),
+		Hash: Hash(secret), TenantID: tenantID, CreatedAt: time.Now().UTC(),
 	}
 	if err := ks.store.InsertKey(ctx, k); err != nil {
 		return nil, "", fmt.Errorf("storing key: %w", err)
@@ -118,8 +154,15 @@ func (ks *Keys) Create(ctx context.Context, name, scope string) (*Key, Secret, e
 // List returns every key, revoked ones included.
 func (ks *Keys) List(ctx context.Context) ([]*Key, error) { return ks.store.ListKeys(ctx) }
 
-// Revoke revokes a key; requests with it fail from then on.
-func (ks *Keys) Revoke(ctx context.Context, id string) error { return ks.store.RevokeKey(ctx, id) }
+// Revoke revokes a key; requests with it fail from then on, and what it
+// has open (streams, WebSockets) is closed.
+func (ks *Keys) Revoke(ctx context.Context, id string) error {
+	if err := ks.store.RevokeKey(ctx, id); err != nil {
+		return err
+	}
+	ks.w.revoked(id)
+	return nil
+}
 
 var errBadKey = errcode.New(errcode.Unauthenticated, "missing, malformed, unknown or revoked API key")
 
@@ -142,7 +185,7 @@ func (ks *Keys) Authenticate(ctx context.Context, header string) (Principal, err
 	if subtle.ConstantTimeCompare([]byte(k.Hash), []byte(hash)) != 1 || k.RevokedAt != nil {
 		return Principal{}, errBadKey
 	}
-	return Principal{KeyID: k.ID, Name: k.Name, Scope: k.Scope}, nil
+	return Principal{KeyID: k.ID, Name: k.Name, Scope: k.Scope, Tenant: k.TenantID}, nil
 }
 
 // EnsureAdminKey makes sure path holds a working admin key. On first start
@@ -158,7 +201,7 @@ func (ks *Keys) EnsureAdminKey(ctx context.Context, path string) (bool, error) {
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return false, fmt.Errorf("reading admin key: %w", err)
 	}
-	_, secret, err := ks.Create(ctx, "admin", ScopeAdmin)
+	_, secret, err := ks.Create(ctx, "admin", ScopeAdmin, "")
 	if err != nil {
 		return false, err
 	}

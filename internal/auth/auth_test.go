@@ -28,9 +28,19 @@ func newKeys(t *testing.T) *auth.Keys {
 	return auth.NewKeys(db)
 }
 
+// testTenant is the tenant non-admin test keys belong to.
+const testTenant = "ten_default"
+
+func tenantFor(scope string) string {
+	if scope == auth.ScopeAdmin {
+		return ""
+	}
+	return testTenant
+}
+
 func create(t *testing.T, ks *auth.Keys, name, scope string) (*auth.Key, auth.Secret) {
 	t.Helper()
-	k, secret, err := ks.Create(context.Background(), name, scope)
+	k, secret, err := ks.Create(context.Background(), name, scope, tenantFor(scope))
 	if err != nil {
 		t.Fatalf("Create(%q, %q): %v", name, scope, err)
 	}
@@ -43,7 +53,7 @@ func TestCreate(t *testing.T) {
 	t.Parallel()
 	ks := newKeys(t)
 	seen := map[auth.Secret]bool{}
-	for _, scope := range []string{auth.ScopeAdmin, auth.ScopeExecution} {
+	for _, scope := range []string{auth.ScopeAdmin, auth.ScopeExecution, auth.ScopeRead} {
 		k, secret := create(t, ks, "ci "+scope, scope)
 		s := string(secret)
 		if !secretRE.MatchString(s) {
@@ -53,7 +63,7 @@ func TestCreate(t *testing.T) {
 			t.Errorf("Create(%s) returned a secret seen before", scope)
 		}
 		seen[secret] = true
-		if !strings.HasPrefix(k.ID, "key_") || k.Scope != scope || k.Name != "ci "+scope {
+		if !strings.HasPrefix(k.ID, "key_") || k.Scope != scope || k.Name != "ci "+scope || k.TenantID != tenantFor(scope) {
 			t.Errorf("Create(%s) key = %+v, want key_ ID, scope %s, name %q", scope, k, scope, "ci "+scope)
 		}
 		if !strings.HasPrefix(s, k.Prefix) || len(k.Prefix) != len(auth.KeyPrefix)+6 {
@@ -65,18 +75,21 @@ func TestCreate(t *testing.T) {
 	}
 
 	tests := []struct {
-		name, keyName, scope string
-		wantField            string
+		name, keyName, scope, tenant string
+		wantField                    string
 	}{
-		{"unknown scope", "x", "root", "scope"},
-		{"empty scope", "x", "", "scope"},
-		{"empty name", "", auth.ScopeExecution, "name"},
-		{"long name", strings.Repeat("n", 101), auth.ScopeExecution, "name"},
+		{"unknown scope", "x", "root", testTenant, "scope"},
+		{"empty scope", "x", "", testTenant, "scope"},
+		{"empty name", "", auth.ScopeExecution, testTenant, "name"},
+		{"long name", strings.Repeat("n", 101), auth.ScopeExecution, testTenant, "name"},
+		{"execution key without a tenant", "x", auth.ScopeExecution, "", "tenant"},
+		{"read key without a tenant", "x", auth.ScopeRead, "", "tenant"},
+		{"admin key with a tenant", "x", auth.ScopeAdmin, testTenant, "tenant"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			_, secret, err := ks.Create(context.Background(), tt.keyName, tt.scope)
+			_, secret, err := ks.Create(context.Background(), tt.keyName, tt.scope, tt.tenant)
 			var e *errcode.Error
 			if !errors.As(err, &e) || e.Code != errcode.Invalid || e.Problems[tt.wantField] == "" {
 				t.Fatalf("Create(%q, %q) = %v, want invalid with a problem for %q", tt.keyName, tt.scope, err, tt.wantField)
@@ -106,7 +119,7 @@ func TestAuthenticate(t *testing.T) {
 		want   *auth.Principal // nil: unauthenticated
 	}{
 		{"admin", "Bearer " + string(admin), &auth.Principal{KeyID: adminKey.ID, Name: "admin", Scope: auth.ScopeAdmin}},
-		{"execution", "Bearer " + string(exec), &auth.Principal{KeyID: execKey.ID, Name: "worker", Scope: auth.ScopeExecution}},
+		{"execution", "Bearer " + string(exec), &auth.Principal{KeyID: execKey.ID, Name: "worker", Scope: auth.ScopeExecution, Tenant: testTenant}},
 		{"revoked", "Bearer " + string(revoked), nil},
 		{"unknown well-formed", "Bearer " + unknown, nil},
 		{"empty", "", nil},

@@ -30,6 +30,7 @@ import (
 	"github.com/berthdev/berth/internal/apitype"
 	"github.com/berthdev/berth/internal/errcode"
 	"github.com/berthdev/berth/internal/ident"
+	"github.com/berthdev/berth/internal/tenant"
 )
 
 // Config configures a Manager. Zero values take the defaults.
@@ -216,7 +217,16 @@ func browserPID(ctx context.Context) int {
 }
 
 // Open opens a session.
-func (m *Manager) Open(ctx context.Context, req apitype.CreateBrowserSessionRequest) (*Session, error) {
+// Owner is who opens a session: its tenant and that tenant's limit on
+// open sessions (0: none of its own).
+type Owner struct {
+	Tenant      string
+	MaxSessions int
+}
+
+// Open opens a session for owner. Profiles are the owner's: two tenants'
+// profiles of one name are two directories.
+func (m *Manager) Open(ctx context.Context, owner Owner, req apitype.CreateBrowserSessionRequest) (*Session, error) {
 	if p := validSessionRequest(&req); len(p) > 0 {
 		return nil, errcode.InvalidFields(p)
 	}
@@ -226,15 +236,22 @@ func (m *Manager) Open(ctx context.Context, req apitype.CreateBrowserSessionRequ
 		}
 	}
 	m.mu.Lock()
-	open := 0
+	open, ofTenant := 0, 0
 	for _, s := range m.sessions {
 		if s.State() == apitype.BrowserOpen {
 			open++
+			if s.tenant == owner.Tenant {
+				ofTenant++
+			}
 		}
+	}
+	if owner.MaxSessions > 0 && ofTenant >= owner.MaxSessions {
+		m.mu.Unlock()
+		return nil, tenant.Exceeded("max_browser_sessions", owner.MaxSessions, ofTenant)
 	}
 	if req.Profile != "" {
 		for _, o := range m.sessions {
-			if o.req.Profile == req.Profile && o.State() != apitype.BrowserClosed {
+			if o.tenant == owner.Tenant && o.req.Profile == req.Profile && o.State() != apitype.BrowserClosed {
 				m.mu.Unlock()
 				return nil, errcode.ProfileInUse.New("profile %q is in use by session %s; close it first", req.Profile, o.id)
 			}
@@ -245,6 +262,7 @@ func (m *Manager) Open(ctx context.Context, req apitype.CreateBrowserSessionRequ
 		return nil, errcode.SessionLimit.New("%d browser sessions are open, the maximum (--max-browser-sessions); close one first", open)
 	}
 	s := newSession(m, ident.New("brs_"), req)
+	s.tenant = owner.Tenant
 	m.sessions[s.id] = s // holds the place against the limit while it opens
 	m.mu.Unlock()
 
@@ -305,6 +323,17 @@ func validSessionRequest(req *apitype.CreateBrowserSessionRequest) map[string]st
 		return nil
 	}
 	return p
+}
+
+// Count returns how many sessions tenant has open.
+func (m *Manager) Count(tenant string) int {
+	n := 0
+	for _, s := range m.List() {
+		if s.tenant == tenant && s.State() == apitype.BrowserOpen {
+			n++
+		}
+	}
+	return n
 }
 
 // Get returns a session.

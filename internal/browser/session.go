@@ -23,6 +23,7 @@ import (
 
 	"github.com/berthdev/berth/internal/apitype"
 	"github.com/berthdev/berth/internal/errcode"
+	"github.com/berthdev/berth/internal/tenant"
 )
 
 // Session is one browser session: a browser context (or a browser) with
@@ -30,6 +31,7 @@ import (
 type Session struct {
 	m       *Manager
 	id      string
+	tenant  string // the owning tenant's ID
 	mode    string
 	req     apitype.CreateBrowserSessionRequest
 	created time.Time
@@ -67,6 +69,19 @@ type dialogPolicy struct {
 	accept     bool
 	promptText string
 	expires    time.Time
+}
+
+// Tenant is the ID of the tenant that owns the session.
+func (s *Session) Tenant() string { return s.tenant }
+
+// ProfileDir is where tenant's persistent profile name lives: the default
+// tenant's (every profile made before tenants) under profiles/, another
+// tenant's under tenant-profiles/<tenant>/.
+func ProfileDir(dataDir, tenantID, name string) string {
+	if tenantID == "" || tenantID == tenant.DefaultID {
+		return filepath.Join(dataDir, "profiles", name)
+	}
+	return filepath.Join(dataDir, "tenant-profiles", tenantID, name)
 }
 
 func newSession(m *Manager, id string, req apitype.CreateBrowserSessionRequest) *Session {
@@ -119,7 +134,7 @@ func (s *Session) start(ctx context.Context) error {
 		s.dir = filepath.Join(s.m.cfg.DataDir, "profile-"+s.id)
 		if s.req.Profile != "" {
 			// A named profile outlives the session (see close).
-			s.dir = filepath.Join(s.m.cfg.DataDir, "profiles", s.req.Profile)
+			s.dir = ProfileDir(s.m.cfg.DataDir, s.tenant, s.req.Profile)
 		}
 		if err := os.MkdirAll(s.dir, 0o700); err != nil {
 			return err

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/berthdev/berth/internal/auth"
+	"github.com/berthdev/berth/internal/broker"
 	"github.com/berthdev/berth/internal/browser"
 	"github.com/berthdev/berth/internal/errcode"
 	"github.com/berthdev/berth/internal/httpapi"
@@ -29,6 +30,7 @@ import (
 	"github.com/berthdev/berth/internal/sandbox"
 	"github.com/berthdev/berth/internal/sandbox/runtimes"
 	"github.com/berthdev/berth/internal/store"
+	"github.com/berthdev/berth/internal/tenant"
 )
 
 // Config configures the daemon.
@@ -79,7 +81,13 @@ type Config struct {
 	JobProfiles  map[string]jobs.Profile // tests shorten timeouts
 	JobReuse     int                     // jobs per runtime (1: a fresh sandbox each)
 	JobRetention time.Duration           // how long finished jobs are kept
-	Logger       *slog.Logger
+	// TenantMode refuses what is not isolated: the process runtime and
+	// browser sessions on the host.
+	TenantMode bool
+	// Tenant binds the data directory to one tenant (made on first start);
+	// a directory bound to another refuses to start.
+	Tenant string
+	Logger *slog.Logger
 	// Ready, if set, is called with the listening address once the daemon
 	// serves.
 	Ready func(addr string)
@@ -156,6 +164,31 @@ func Run(ctx context.Context, cfg Config) error {
 		log.Info("admin key", "path", keyPath)
 	}
 
+	defaultTenant, err := bindTenant(ctx, dataDir, cfg.Tenant, db)
+	if err != nil {
+		return err
+	}
+	if n, err := db.AbandonUnfinishedIdempotency(ctx); err != nil {
+		return err
+	} else if n > 0 {
+		log.Info("released idempotency keys whose request a previous daemon did not finish", "keys", n)
+	}
+	tenantLimits := func(ctx context.Context, id string) (tenant.Limits, error) {
+		t, err := db.GetTenant(ctx, id)
+		if errcode.Is(err, errcode.NotFound) {
+			return tenant.Limits{}, nil // removed while its last call ran
+		}
+		if err != nil {
+			return tenant.Limits{}, err
+		}
+		return t.Limits, nil
+	}
+	var refuse func(*sandbox.CreateSpec, sandbox.Runtime) error
+	if cfg.TenantMode {
+		refuse = refuseUnisolated
+		log.Info("tenant mode: isolated runtimes only, no browser sessions on the host")
+	}
+
 	bin := cfg.AgentBinary
 	if bin == "" {
 		if bin, err = os.Executable(); err != nil {
@@ -202,7 +235,16 @@ func Run(ctx context.Context, cfg Config) error {
 		MaxHistory: cfg.MaxHistory, OutputCap: cfg.OutputCap, MaxUpload: cfg.MaxUpload,
 		DefaultTimeout: cfg.DefaultTimeout, MaxTimeout: cfg.MaxTimeout, Logger: log,
 		Pools: cfg.WarmPools, UIDRegistry: cfg.UIDRegistry, Network: sbNetwork,
+		TenantLimits: tenantLimits, Refuse: refuse,
 	}, db, rts...)
+	if cfg.TenantMode && defaultRuntime == "process" {
+		return errcode.TenantMode.New("tenant mode needs an isolated default runtime (container or gvisor); " +
+			"this one is process (none other is available here, or --runtime chose it); see berth doctor")
+	}
+	sealer, err := broker.OpenSealer(filepath.Join(dataDir, EgressKeyFile))
+	if err != nil {
+		return err
+	}
 
 	previewSecret, err := loadSecret(filepath.Join(dataDir, PreviewKeyFile))
 	if err != nil {
@@ -232,6 +274,10 @@ func Run(ctx context.Context, cfg Config) error {
 		DataDir: dataDir, Runtime: jobsRuntime, Chromium: cfg.JobChromium, Soffice: cfg.Soffice,
 		Capacity: cfg.JobCapacity, Pools: cfg.JobPools, Workers: !cfg.NoJobWorkers, ActionsDir: cfg.ActionsDir,
 		Profiles: cfg.JobProfiles, Reuse: cfg.JobReuse, Retention: cfg.JobRetention, Logger: log,
+		TenantJobs: func(ctx context.Context, id string) int {
+			l, _ := tenantLimits(ctx, id)
+			return l.Jobs
+		},
 	}, db, riverDB, mgr)
 	if err != nil {
 		return err
@@ -241,7 +287,14 @@ func Run(ctx context.Context, cfg Config) error {
 		Logger: log, Sandboxes: mgr, Browsers: browsers, Jobs: jobSvc, Keys: keys, DB: db,
 		PreviewDomain: strings.ToLower(strings.Trim(cfg.PreviewDomain, ".")), PreviewSecret: previewSecret,
 		Collectors: network.Collectors(),
+		Tenants:    db, DefaultTenant: defaultTenant, BoundTenant: cfg.Tenant, TenantMode: cfg.TenantMode,
+		Audit: db, Idempotency: db, Sealer: sealer,
 	})
+	defer api.Close()
+	revocations, stopRevocations := context.WithCancel(context.Background())
+	defer stopRevocations()
+	go keys.PollRevocations(revocations, log)
+	go sweepIdempotency(revocations, db, log)
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", cfg.Listen, err)

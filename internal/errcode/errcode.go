@@ -30,6 +30,9 @@ const (
 	DeadlineExceeded  Code = "deadline_exceeded"
 	Canceled          Code = "canceled"
 	Internal          Code = "internal"
+	// Unprocessable is a well-formed request that contradicts an earlier
+	// one (an idempotency key reused with another body).
+	Unprocessable Code = "unprocessable"
 )
 
 // All lists every code, in declaration order. Tests use it to check that
@@ -37,7 +40,7 @@ const (
 var All = []Code{
 	Invalid, Unauthenticated, PermissionDenied, NotFound, Conflict,
 	ResourceExhausted, PayloadTooLarge, Unimplemented, Unavailable,
-	DeadlineExceeded, Canceled, Internal,
+	DeadlineExceeded, Canceled, Internal, Unprocessable,
 }
 
 // Error is an error with a code, an optional specific reason, a message safe

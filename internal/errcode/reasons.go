@@ -60,6 +60,7 @@ var (
 	BodyInvalid            = reason(Invalid, "body_invalid")
 	BodyInvalidUTF8        = reason(Invalid, "body_invalid_utf8")
 	CredentialsInQuery     = reason(Invalid, "credentials_in_query")
+	CursorInvalid          = reason(Invalid, "cursor_invalid")
 	DatabaseCorrupt        = reason(Invalid, "database_corrupt")
 	DatabaseNewerThanBerth = reason(Invalid, "database_newer_than_berth")
 	DeckInvalid            = reason(Invalid, "deck_invalid")
@@ -104,7 +105,9 @@ var (
 
 // Reasons of PermissionDenied (403).
 var (
-	FilePermission = reason(PermissionDenied, "file_permission")
+	FilePermission    = reason(PermissionDenied, "file_permission")
+	ScopeInsufficient = reason(PermissionDenied, "scope_insufficient")
+	TenantMode        = reason(PermissionDenied, "tenant_mode")
 )
 
 // Reasons of NotFound (404).
@@ -129,6 +132,7 @@ var (
 	SessionNotFound         = reason(NotFound, "session_not_found")
 	TargetNotFound          = reason(NotFound, "target_not_found")
 	TemplateNotFound        = reason(NotFound, "template_not_found")
+	TenantNotFound          = reason(NotFound, "tenant_not_found")
 	TerminalNotFound        = reason(NotFound, "terminal_not_found")
 )
 
@@ -149,6 +153,7 @@ var (
 	ElementError           = reason(Conflict, "element_error")
 	FileExists             = reason(Conflict, "file_exists")
 	FirstPage              = reason(Conflict, "first_page")
+	IdempotencyInProgress  = reason(Conflict, "idempotency_in_progress")
 	JobFinished            = reason(Conflict, "job_finished")
 	JobState               = reason(Conflict, "job_state")
 	NameTaken              = reason(Conflict, "name_taken")
@@ -174,19 +179,30 @@ var (
 	TemplateExists         = reason(Conflict, "template_exists")
 	TemplateInUse          = reason(Conflict, "template_in_use")
 	TemplateNotReady       = reason(Conflict, "template_not_ready")
+	TenantBound            = reason(Conflict, "tenant_bound")
+	TenantDefault          = reason(Conflict, "tenant_default")
+	TenantNotEmpty         = reason(Conflict, "tenant_not_empty")
 	TerminalExited         = reason(Conflict, "terminal_exited")
 )
 
 // Reasons of ResourceExhausted (429).
 var (
 	CommandLimit      = reason(ResourceExhausted, "command_limit")
+	AuthThrottled     = reason(ResourceExhausted, "auth_throttled")
 	DiskFull          = reason(ResourceExhausted, "disk_full")
 	PageLimit         = reason(ResourceExhausted, "page_limit")
+	QuotaExceeded     = reason(ResourceExhausted, "quota_exceeded")
+	RateLimited       = reason(ResourceExhausted, "rate_limited")
 	SandboxLimit      = reason(ResourceExhausted, "sandbox_limit")
 	SessionLimit      = reason(ResourceExhausted, "session_limit")
 	TerminalLimit     = reason(ResourceExhausted, "terminal_limit")
 	TooManyServices   = reason(ResourceExhausted, "too_many_services")
 	UIDRangeExhausted = reason(ResourceExhausted, "uid_range_exhausted")
+)
+
+// Reasons of Unprocessable (422).
+var (
+	IdempotencyKeyReused = reason(Unprocessable, "idempotency_key_reused")
 )
 
 // Reasons of PayloadTooLarge (413).

@@ -6,7 +6,9 @@ import (
 	"strconv"
 
 	"github.com/berthdev/berth/internal/apitype"
+	"github.com/berthdev/berth/internal/browser"
 	"github.com/berthdev/berth/internal/errcode"
+	"github.com/berthdev/berth/internal/sandbox"
 	"github.com/berthdev/berth/internal/wire"
 )
 
@@ -31,7 +33,13 @@ func (s *Server) handleOpenBrowserSession() http.Handler {
 			s.fail(w, r, err)
 			return
 		}
-		sess, err := s.cfg.Browsers.Open(r.Context(), req)
+		if s.cfg.TenantMode {
+			s.fail(w, r, errcode.TenantMode.New("browser sessions run Chromium on this host's network and user, "+
+				"which tenant mode refuses; sandboxed (isolated) browser sessions are not built yet"))
+			return
+		}
+		owner := browser.Owner{Tenant: s.tenantOf(r), MaxSessions: s.tenantLimits(r).BrowserSessions}
+		sess, err := s.cfg.Browsers.Open(r.Context(), owner, req)
 		if err != nil {
 			s.fail(w, r, err)
 			return
@@ -47,8 +55,11 @@ func (s *Server) handleListBrowserSessions() http.Handler {
 			return
 		}
 		out := apitype.BrowserSessionList{Sessions: []apitype.BrowserSession{}}
+		scope := scopeOf(r)
 		for _, sess := range s.cfg.Browsers.List() {
-			out.Sessions = append(out.Sessions, sess.View(r.Context()))
+			if scope == sandbox.AnyTenant || sess.Tenant() == scope {
+				out.Sessions = append(out.Sessions, sess.View(r.Context()))
+			}
 		}
 		wire.Encode(w, http.StatusOK, out)
 	})

@@ -10,6 +10,7 @@ import (
 
 	"github.com/berthdev/berth/internal/agent"
 	"github.com/berthdev/berth/internal/apitype"
+	"github.com/berthdev/berth/internal/auth"
 	"github.com/berthdev/berth/internal/errcode"
 	"github.com/berthdev/berth/internal/netpolicy"
 	"github.com/berthdev/berth/internal/sandbox"
@@ -103,7 +104,7 @@ func (s *Server) toAPISandbox(sb *sandbox.Sandbox) apitype.Sandbox {
 	}
 	if sb.Template != "" {
 		out.Template = sb.Template
-		if t, err := s.cfg.Sandboxes.Template(context.Background(), sb.Template); err == nil {
+		if t, err := s.cfg.Sandboxes.Template(context.Background(), sandbox.AnyTenant, sb.Template); err == nil {
 			out.Template = t.Name
 		}
 	}
@@ -127,7 +128,7 @@ func (s *Server) handleCreateSandbox() http.Handler {
 			s.fail(w, r, err)
 			return
 		}
-		spec := sandbox.CreateSpec{Runtime: req.Runtime, Name: req.Name, Env: req.Env, Labels: req.Labels, Lazy: req.Lazy,
+		spec := sandbox.CreateSpec{Tenant: s.tenantOf(r), Runtime: req.Runtime, Name: req.Name, Env: req.Env, Labels: req.Labels, Lazy: req.Lazy,
 			Template: req.Template}
 		if req.Resources != nil {
 			spec.Resources = sandbox.Resources(*req.Resources)
@@ -153,21 +154,43 @@ func (s *Server) handleCreateSandbox() http.Handler {
 	})
 }
 
+// handleListSandboxes lists the key's tenant's sandboxes (an admin key's:
+// every tenant's), oldest first; ?limit=N pages them, ?cursor= goes on.
 func (s *Server) handleListSandboxes() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		limit, err := pageLimit(q.Get("limit"))
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		after, err := s.readPosition(r, "sandboxes")
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
 		all, err := s.cfg.Sandboxes.List(r.Context())
 		if err != nil {
 			s.fail(w, r, err)
 			return
 		}
-		state := r.URL.Query().Get("state")
+		scope, state := scopeOf(r), q.Get("state")
 		out := apitype.SandboxList{Sandboxes: []apitype.Sandbox{}}
 		for _, sb := range all {
-			if sb.Pool != "" {
-				continue // not anyone's yet
-			}
-			if state == "" || sb.State == state {
+			switch {
+			case sb.Pool != "": // not anyone's yet
+			case scope != sandbox.AnyTenant && sb.Tenant != scope:
+			case !after.before(sb.CreatedAt, sb.ID):
+			case state != "" && sb.State != state:
+			case limit > 0 && len(out.Sandboxes) == limit:
+				last := out.Sandboxes[limit-1]
+				out.NextCursor = s.cursor(r, "sandboxes", position{last.CreatedAt, last.ID}.String())
+			default:
 				out.Sandboxes = append(out.Sandboxes, s.toAPISandbox(sb))
+				continue
+			}
+			if out.NextCursor != "" {
+				break
 			}
 		}
 		wire.Encode(w, http.StatusOK, out)
@@ -275,14 +298,31 @@ func (s *Server) handleCreateKey() http.Handler {
 			return
 		}
 		if req.Scope == "" {
-			req.Scope = "execution"
+			req.Scope = auth.ScopeExecution
 		}
-		k, secret, err := s.cfg.Keys.Create(r.Context(), strings.TrimSpace(req.Name), req.Scope)
+		tenantID := ""
+		if req.Tenant == "" && req.Scope != auth.ScopeAdmin {
+			req.Tenant = s.cfg.DefaultTenant
+		}
+		if req.Tenant != "" {
+			t, err := s.cfg.Tenants.GetTenant(r.Context(), req.Tenant)
+			if err != nil {
+				s.fail(w, r, err)
+				return
+			}
+			if b := s.cfg.BoundTenant; b != "" && t.Name != b {
+				s.fail(w, r, errcode.TenantBound.New("this data directory serves tenant %q only (--tenant)", b))
+				return
+			}
+			tenantID = t.ID
+		}
+		k, secret, err := s.cfg.Keys.Create(r.Context(), strings.TrimSpace(req.Name), req.Scope, tenantID)
 		if err != nil {
 			s.fail(w, r, err)
 			return
 		}
-		out := apitype.Key{ID: k.ID, Name: k.Name, Scope: k.Scope, Prefix: k.Prefix, CreatedAt: k.CreatedAt, Secret: string(secret)}
+		out := apitype.Key{ID: k.ID, Name: k.Name, Scope: k.Scope, Tenant: k.TenantID, Prefix: k.Prefix,
+			CreatedAt: k.CreatedAt, Secret: string(secret)}
 		wire.Encode(w, http.StatusCreated, out)
 	})
 }
@@ -294,10 +334,22 @@ func (s *Server) handleListKeys() http.Handler {
 			s.fail(w, r, err)
 			return
 		}
+		only := r.URL.Query().Get("tenant")
+		if only != "" {
+			t, err := s.cfg.Tenants.GetTenant(r.Context(), only)
+			if err != nil {
+				s.fail(w, r, err)
+				return
+			}
+			only = t.ID
+		}
 		out := apitype.KeyList{Keys: []apitype.Key{}}
 		for _, k := range keys {
-			out.Keys = append(out.Keys, apitype.Key{ID: k.ID, Name: k.Name, Scope: k.Scope, Prefix: k.Prefix,
-				CreatedAt: k.CreatedAt, RevokedAt: k.RevokedAt})
+			if only != "" && k.TenantID != only {
+				continue
+			}
+			out.Keys = append(out.Keys, apitype.Key{ID: k.ID, Name: k.Name, Scope: k.Scope, Tenant: k.TenantID,
+				Prefix: k.Prefix, CreatedAt: k.CreatedAt, RevokedAt: k.RevokedAt})
 		}
 		slices.SortFunc(out.Keys, func(a, b apitype.Key) int { return a.CreatedAt.Compare(b.CreatedAt) })
 		wire.Encode(w, http.StatusOK, out)

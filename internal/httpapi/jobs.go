@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -13,7 +14,6 @@ import (
 	"time"
 
 	"github.com/berthdev/berth/internal/apitype"
-	"github.com/berthdev/berth/internal/auth"
 	"github.com/berthdev/berth/internal/errcode"
 	"github.com/berthdev/berth/internal/jobs"
 	"github.com/berthdev/berth/internal/wire"
@@ -31,11 +31,15 @@ func (s *Server) jobsUnavailable(w http.ResponseWriter, r *http.Request) bool {
 	return false
 }
 
-// jobPrincipal is who a request acts for. Until tenancy lands a key is its
-// own tenant and its own user.
-func jobPrincipal(r *http.Request) jobs.Principal {
-	p, _ := r.Context().Value(principalKey).(auth.Principal)
-	return jobs.Principal{Tenant: p.KeyID, User: p.KeyID, Admin: p.Can(auth.ScopeAdmin)}
+// UserHeader names the end user a tenant's application acts for.
+const UserHeader = "Berth-User"
+
+// jobPrincipal is who a request acts for: its key's tenant (an admin
+// key's: the default tenant, seeing all) and the end user the Berth-User
+// header names, else the key.
+func (s *Server) jobPrincipal(r *http.Request) jobs.Principal {
+	p := principalOf(r)
+	return jobs.Principal{Tenant: s.tenantOf(r), User: cmp.Or(r.Header.Get(UserHeader), p.KeyID), Admin: p.Admin()}
 }
 
 func (s *Server) handleListActions() http.Handler {
@@ -70,7 +74,7 @@ func (s *Server) handleUploadFile() http.Handler {
 			s.fail(w, r, errcode.FileTooLarge.New("the file is %d bytes; at most %d", r.ContentLength, int64(jobs.MaxInputBytes)))
 			return
 		}
-		ref, err := s.cfg.Jobs.PutFile(r.Context(), r.Body, r.URL.Query().Get("name"))
+		ref, err := s.cfg.Jobs.PutFile(r.Context(), s.tenantOf(r), r.Body, r.URL.Query().Get("name"))
 		if err != nil {
 			s.fail(w, r, err)
 			return
@@ -85,7 +89,7 @@ func (s *Server) handleDownloadFile() http.Handler {
 			return
 		}
 		sha := r.PathValue("sha256")
-		ref, err := s.cfg.Jobs.Blobs().Ref(r.Context(), sha)
+		ref, err := s.cfg.Jobs.File(r.Context(), s.jobPrincipal(r), sha)
 		if err != nil {
 			s.fail(w, r, err)
 			return
@@ -121,7 +125,7 @@ func (s *Server) handleCreateJob() http.Handler {
 			s.fail(w, r, err)
 			return
 		}
-		j, repeat, err := s.cfg.Jobs.Submit(r.Context(), jobPrincipal(r), req)
+		j, repeat, err := s.cfg.Jobs.Submit(r.Context(), s.jobPrincipal(r), req)
 		if err != nil {
 			s.fail(w, r, err)
 			return
@@ -152,7 +156,7 @@ func (s *Server) handleListJobs() http.Handler {
 			}
 			f.Limit = n
 		}
-		list, err := s.cfg.Jobs.List(r.Context(), jobPrincipal(r), f)
+		list, err := s.cfg.Jobs.List(r.Context(), s.jobPrincipal(r), f)
 		if err != nil {
 			s.fail(w, r, err)
 			return
@@ -170,7 +174,7 @@ func (s *Server) handleGetJob() http.Handler {
 		if s.jobsUnavailable(w, r) {
 			return
 		}
-		j, err := s.cfg.Jobs.Get(r.Context(), jobPrincipal(r), r.PathValue("id"))
+		j, err := s.cfg.Jobs.Get(r.Context(), s.jobPrincipal(r), r.PathValue("id"))
 		if err != nil {
 			s.fail(w, r, err)
 			return
@@ -184,7 +188,7 @@ func (s *Server) handleCancelJob() http.Handler {
 		if s.jobsUnavailable(w, r) {
 			return
 		}
-		j, err := s.cfg.Jobs.Cancel(r.Context(), jobPrincipal(r), r.PathValue("id"))
+		j, err := s.cfg.Jobs.Cancel(r.Context(), s.jobPrincipal(r), r.PathValue("id"))
 		if err != nil {
 			s.fail(w, r, err)
 			return
@@ -202,7 +206,7 @@ func (s *Server) handleJobEvents() http.Handler {
 			return
 		}
 		id := r.PathValue("id")
-		if _, err := s.cfg.Jobs.Get(r.Context(), jobPrincipal(r), id); err != nil {
+		if _, err := s.cfg.Jobs.Get(r.Context(), s.jobPrincipal(r), id); err != nil {
 			s.fail(w, r, err)
 			return
 		}
@@ -288,7 +292,7 @@ func (s *Server) handleConvert() http.Handler {
 			return
 		}
 		req.Action = action
-		who := jobPrincipal(r)
+		who := s.jobPrincipal(r)
 		j, _, err := s.cfg.Jobs.Submit(r.Context(), who, req)
 		if err != nil {
 			s.fail(w, r, err)
@@ -351,7 +355,7 @@ func (s *Server) multipartJob(r *http.Request) (apitype.CreateJobRequest, error)
 		}
 		field, file := part.FormName(), part.FileName()
 		if file != "" {
-			ref, err := s.cfg.Jobs.PutFile(r.Context(), part, file)
+			ref, err := s.cfg.Jobs.PutFile(r.Context(), s.tenantOf(r), part, file)
 			part.Close()
 			if err != nil {
 				return req, err

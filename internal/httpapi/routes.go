@@ -9,13 +9,14 @@ type route struct {
 	handler http.Handler
 }
 
-// access says who may call a route.
+// access says who may call a route: the least scope its key needs.
 type access int
 
 const (
 	public    access = iota // no key: health only
-	execution               // any valid key
-	admin                   // an admin key
+	read                    // any valid key: list and read
+	execution               // an execution (or admin) key: use and change
+	admin                   // an admin key: the operator's
 )
 
 // routes is the whole HTTP surface of the daemon, one line per route.
@@ -23,86 +24,93 @@ func (s *Server) routes() []route {
 	rs := []route{
 		{"GET /healthz", public, s.handleHealthz()},
 		{"GET /readyz", public, s.handleReadyz()},
-		{"GET /metrics", execution, s.handleMetrics()},
-		{"GET /v1/system", execution, s.handleSystem()},
+		{"GET /metrics", admin, s.handleMetrics()},
+		{"GET /v1/system", read, s.handleSystem()},
 
 		{"POST /v1/sandboxes", execution, s.handleCreateSandbox()},
-		{"GET /v1/sandboxes", execution, s.handleListSandboxes()},
-		{"GET /v1/sandboxes/{id}", execution, s.handleGetSandbox()},
+		{"GET /v1/sandboxes", read, s.handleListSandboxes()},
+		{"GET /v1/sandboxes/{id}", read, s.handleGetSandbox()},
 		{"DELETE /v1/sandboxes/{id}", execution, s.handleDeleteSandbox()},
 		{"POST /v1/sandboxes/{id}/pause", execution, s.handleLifecycle(s.cfg.Sandboxes.Pause)},
 		{"POST /v1/sandboxes/{id}/resume", execution, s.handleLifecycle(s.cfg.Sandboxes.Resume)},
 		{"POST /v1/sandboxes/{id}/hibernate", execution, s.handleLifecycle(s.cfg.Sandboxes.Hibernate)},
 
 		{"POST /v1/sandboxes/{id}/commands", execution, s.handleExec()},
-		{"GET /v1/sandboxes/{id}/commands", execution, s.handleListCommands()},
-		{"GET /v1/sandboxes/{id}/commands/{cid}", execution, s.handleGetCommand()},
-		{"GET /v1/sandboxes/{id}/commands/{cid}/stream", execution, s.proxyToAgent("/v1/commands/{cid}/stream", 0)},
+		{"GET /v1/sandboxes/{id}/commands", read, s.handleListCommands()},
+		{"GET /v1/sandboxes/{id}/commands/{cid}", read, s.handleGetCommand()},
+		{"GET /v1/sandboxes/{id}/commands/{cid}/stream", read, s.proxyToAgent("/v1/commands/{cid}/stream", 0)},
 		{"POST /v1/sandboxes/{id}/commands/{cid}/cancel", execution, s.proxyToAgent("/v1/commands/{cid}/cancel", 0)},
 		{"POST /v1/sandboxes/{id}/commands/{cid}/stdin", execution, s.proxyToAgent("/v1/commands/{cid}/stdin", maxJSON)},
 
-		{"GET /v1/sandboxes/{id}/files", execution, s.proxyToAgent("/v1/files", 0)},
+		{"GET /v1/sandboxes/{id}/files", read, s.proxyToAgent("/v1/files", 0)},
 		{"DELETE /v1/sandboxes/{id}/files", execution, s.proxyToAgent("/v1/files", 0)},
-		{"GET /v1/sandboxes/{id}/files/content", execution, s.proxyToAgent("/v1/files/content", 0)},
+		{"GET /v1/sandboxes/{id}/files/content", read, s.proxyToAgent("/v1/files/content", 0)},
 		{"PUT /v1/sandboxes/{id}/files/content", execution, s.proxyToAgent("/v1/files/content", s.cfg.MaxUpload)},
 		{"POST /v1/sandboxes/{id}/files/mkdir", execution, s.proxyToAgent("/v1/files/mkdir", maxJSON)},
 		{"POST /v1/sandboxes/{id}/files/move", execution, s.proxyToAgent("/v1/files/move", maxJSON)},
 
 		{"POST /v1/sandboxes/{id}/terminals", execution, s.handleCreateTerminal()},
-		{"GET /v1/sandboxes/{id}/terminals", execution, s.proxyToAgent("/v1/terminals", 0)},
-		{"GET /v1/sandboxes/{id}/terminals/{tid}/output", execution, s.proxyToAgent("/v1/terminals/{tid}/output", 0)},
+		{"GET /v1/sandboxes/{id}/terminals", read, s.proxyToAgent("/v1/terminals", 0)},
+		{"GET /v1/sandboxes/{id}/terminals/{tid}/output", read, s.proxyToAgent("/v1/terminals/{tid}/output", 0)},
 		{"POST /v1/sandboxes/{id}/terminals/{tid}/input", execution, s.proxyToAgent("/v1/terminals/{tid}/input", maxJSON)},
 		{"POST /v1/sandboxes/{id}/terminals/{tid}/resize", execution, s.proxyToAgent("/v1/terminals/{tid}/resize", maxJSON)},
 		{"DELETE /v1/sandboxes/{id}/terminals/{tid}", execution, s.proxyToAgent("/v1/terminals/{tid}", 0)},
 		{"GET /v1/sandboxes/{id}/terminals/{tid}/ws", execution, s.handleAttachTerminal()},
 
 		{"POST /v1/sandboxes/{id}/services", execution, s.handlePutService()},
-		{"GET /v1/sandboxes/{id}/services", execution, s.handleListServices()},
-		{"GET /v1/sandboxes/{id}/services/{name}", execution, s.handleService(s.cfg.Sandboxes.Service)},
-		{"GET /v1/sandboxes/{id}/services/{name}/logs", execution, s.proxyToAgent("/v1/services/{name}/logs", 0)},
+		{"GET /v1/sandboxes/{id}/services", read, s.handleListServices()},
+		{"GET /v1/sandboxes/{id}/services/{name}", read, s.handleService(s.cfg.Sandboxes.Service)},
+		{"GET /v1/sandboxes/{id}/services/{name}/logs", read, s.proxyToAgent("/v1/services/{name}/logs", 0)},
 		{"POST /v1/sandboxes/{id}/services/{name}/stop", execution, s.handleService(s.cfg.Sandboxes.StopService)},
 		{"POST /v1/sandboxes/{id}/services/{name}/start", execution, s.handleService(s.cfg.Sandboxes.StartService)},
 		{"DELETE /v1/sandboxes/{id}/services/{name}", execution, s.handleDeleteService()},
 
-		{"GET /v1/sandboxes/{id}/previews/{port}", execution, s.handlePreviewInfo()},
+		{"GET /v1/sandboxes/{id}/previews/{port}", read, s.handlePreviewInfo()},
 
-		{"GET /v1/sandboxes/{id}/network", execution, s.handleGetNetwork()},
+		{"GET /v1/sandboxes/{id}/network", read, s.handleGetNetwork()},
 		{"PUT /v1/sandboxes/{id}/network", execution, s.handlePutNetwork()},
-		{"GET /v1/sandboxes/{id}/network/log", execution, s.handleNetworkLog()},
-		{"GET /v1/sandboxes/{id}/secrets", execution, s.handleListSecrets()},
+		{"GET /v1/sandboxes/{id}/network/log", read, s.handleNetworkLog()},
+		{"GET /v1/sandboxes/{id}/secrets", read, s.handleListSecrets()},
 		{"PUT /v1/sandboxes/{id}/secrets", execution, s.handlePutSecrets()},
 		{"POST /v1/sandboxes/{id}/secrets", execution, s.handlePostSecret()},
 		{"DELETE /v1/sandboxes/{id}/secrets", execution, s.handleDeleteSecret()},
 
-		{"GET /v1/templates", execution, s.handleListTemplates()},
-		{"GET /v1/templates/{name}", execution, s.handleGetTemplate()},
-		{"GET /v1/templates/{name}/log", execution, s.handleTemplateLog()},
-		{"POST /v1/templates", admin, s.handleBuildTemplate()},
+		{"GET /v1/templates", read, s.handleListTemplates()},
+		{"GET /v1/templates/{name}", read, s.handleGetTemplate()},
+		{"GET /v1/templates/{name}/log", read, s.handleTemplateLog()},
+		{"POST /v1/templates", execution, s.handleBuildTemplate()},
 		{"POST /v1/templates/import", admin, s.handleImportTemplate()},
-		{"DELETE /v1/templates/{name}", admin, s.handleDeleteTemplate()},
+		{"DELETE /v1/templates/{name}", execution, s.handleDeleteTemplate()},
 
 		{"POST /v1/browser/sessions", execution, s.handleOpenBrowserSession()},
-		{"GET /v1/browser/sessions", execution, s.handleListBrowserSessions()},
-		{"GET /v1/browser/sessions/{id}", execution, s.handleGetBrowserSession()},
+		{"GET /v1/browser/sessions", read, s.handleListBrowserSessions()},
+		{"GET /v1/browser/sessions/{id}", read, s.handleGetBrowserSession()},
 		{"DELETE /v1/browser/sessions/{id}", execution, s.handleCloseBrowserSession()},
 		{"POST /v1/browser/sessions/{id}/actions", execution, s.handleBrowserAction()},
-		{"GET /v1/browser/sessions/{id}/screenshot", execution, s.handleBrowserScreenshot()},
+		{"GET /v1/browser/sessions/{id}/screenshot", read, s.handleBrowserScreenshot()},
 		{"GET /v1/browser/sessions/{id}/cdp", execution, s.handleBrowserCDP()},
 
-		{"GET /v1/actions", execution, s.handleListActions()},
-		{"GET /v1/actions/{name}", execution, s.handleGetAction()},
+		{"GET /v1/actions", read, s.handleListActions()},
+		{"GET /v1/actions/{name}", read, s.handleGetAction()},
 		{"POST /v1/files", execution, s.handleUploadFile()},
-		{"GET /v1/files/{sha256}", execution, s.handleDownloadFile()},
+		{"GET /v1/files/{sha256}", read, s.handleDownloadFile()},
 		{"POST /v1/jobs", execution, s.handleCreateJob()},
-		{"GET /v1/jobs", execution, s.handleListJobs()},
-		{"GET /v1/jobs/{id}", execution, s.handleGetJob()},
-		{"GET /v1/jobs/{id}/events", execution, s.handleJobEvents()},
+		{"GET /v1/jobs", read, s.handleListJobs()},
+		{"GET /v1/jobs/{id}", read, s.handleGetJob()},
+		{"GET /v1/jobs/{id}/events", read, s.handleJobEvents()},
 		{"POST /v1/jobs/{id}/cancel", execution, s.handleCancelJob()},
 		{"POST /v1/convert/{action}", execution, s.handleConvert()},
 
 		{"POST /v1/keys", admin, s.handleCreateKey()},
 		{"GET /v1/keys", admin, s.handleListKeys()},
 		{"DELETE /v1/keys/{id}", admin, s.handleRevokeKey()},
+
+		{"POST /v1/tenants", admin, s.handleCreateTenant()},
+		{"GET /v1/tenants", admin, s.handleListTenants()},
+		{"GET /v1/tenants/{id}", read, s.handleGetTenant()},
+		{"PATCH /v1/tenants/{id}", admin, s.handleSetTenant()},
+		{"DELETE /v1/tenants/{id}", admin, s.handleDeleteTenant()},
+		{"GET /v1/audit", read, s.handleAudit()},
 	}
 	// Ports take every method an app may serve.
 	for _, m := range portMethods {
@@ -116,15 +124,21 @@ type Route struct {
 	Method, Path string
 	Public       bool
 	AdminOnly    bool
+	// ReadOnly routes take a read key.
+	ReadOnly bool
+	// Owner is the kind of resource the route's ID names ("" for none):
+	// what a tenant's key must own to reach it.
+	Owner string
 }
 
-// Routes lists the daemon's routes. Tests generate their auth and error
-// checks from it, so a new route cannot be skipped.
+// Routes lists the daemon's routes. Tests generate their auth, tenancy and
+// error checks from it, so a new route cannot be skipped.
 func (s *Server) Routes() []Route {
 	var out []Route
 	for _, r := range s.routes() {
 		method, path, _ := cutSpace(r.pattern)
-		out = append(out, Route{Method: method, Path: path, Public: r.access == public, AdminOnly: r.access == admin})
+		out = append(out, Route{Method: method, Path: path, Public: r.access == public, AdminOnly: r.access == admin,
+			ReadOnly: r.access == read, Owner: string(ownerOf(path))})
 	}
 	return out
 }

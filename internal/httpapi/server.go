@@ -27,6 +27,7 @@ import (
 	"github.com/berthdev/berth/internal/ident"
 	"github.com/berthdev/berth/internal/jobs"
 	"github.com/berthdev/berth/internal/sandbox"
+	"github.com/berthdev/berth/internal/tenant"
 	"github.com/berthdev/berth/internal/wire"
 )
 
@@ -56,16 +57,35 @@ type Config struct {
 	MaxImport int64
 	// Collectors are more metrics to serve (the egress network's).
 	Collectors []prometheus.Collector
+	// Tenants stores the tenants.
+	Tenants tenant.Store
+	// DefaultTenant is the ID of the tenant admin keys create in: the
+	// default tenant, or the one the data directory is bound to.
+	DefaultTenant string
+	// BoundTenant, when set, is the name of the only tenant this data
+	// directory serves (serve --tenant).
+	BoundTenant string
+	// TenantMode refuses what is not isolated: the process runtime and
+	// browser sessions that run on the host (serve --tenant-mode).
+	TenantMode bool
+	// Audit keeps the audit log; nil keeps none.
+	Audit AuditStore
+	// Idempotency and Sealer keep the first answers of creates with an
+	// Idempotency-Key; either nil turns the header off.
+	Idempotency IdempotencyStore
+	Sealer      Sealer
 }
 
 // Server serves the API.
 type Server struct {
-	cfg     Config
-	log     *slog.Logger
-	mux     *http.ServeMux
-	reg     *prometheus.Registry
-	reqDur  *prometheus.HistogramVec
-	handler http.Handler
+	cfg            Config
+	sandboxTenants tenantCache
+	audit          *auditor
+	log            *slog.Logger
+	mux            *http.ServeMux
+	reg            *prometheus.Registry
+	reqDur         *prometheus.HistogramVec
+	handler        http.Handler
 }
 
 // New builds the server and its route table.
@@ -116,10 +136,17 @@ func New(cfg Config) *Server {
 			}))
 		}
 	}
+	if cfg.Audit != nil {
+		s.audit = newAuditor(cfg.Audit, s)
+		s.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "berth_audit_dropped_total", Help: "Audit entries dropped because the log's queue was full.",
+		}, func() float64 { return float64(s.audit.dropped.Load()) }))
+	}
 	for _, r := range s.routes() {
-		h := r.handler
+		_, path, _ := cutSpace(r.pattern)
+		h := s.guard(ownerOf(path), r.handler)
 		if r.access != public {
-			h = s.authenticate(r.access, h)
+			h = s.authenticate(r.access, s.audited(r.pattern, s.idempotent(r.pattern, h)))
 		}
 		s.mux.Handle(r.pattern, s.instrument(r.pattern, h))
 	}
@@ -171,7 +198,16 @@ func requestID(r *http.Request) string {
 
 // fail writes err as the error response of r.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	noteReason(r, err)
 	wire.WriteError(w, r, s.log, err, requestID(r))
+}
+
+// Close writes what the audit log has queued; call it after the HTTP
+// server has stopped.
+func (s *Server) Close() {
+	if s.audit != nil {
+		s.audit.close()
+	}
 }
 
 func (s *Server) withRequestID(next http.Handler) http.Handler {
@@ -277,11 +313,19 @@ func (s *Server) authenticate(need access, next http.Handler) http.Handler {
 			s.fail(w, r, err)
 			return
 		}
-		if need == admin && !p.Can(auth.ScopeAdmin) {
-			s.fail(w, r, errcode.New(errcode.PermissionDenied, "this route needs an admin key"))
+		switch {
+		case need == admin && !p.Can(auth.ScopeAdmin):
+			s.fail(w, r, errcode.ScopeInsufficient.New("this route needs an admin key; this key's scope is %s", p.Scope))
+			return
+		case need == execution && !p.Can(auth.ScopeExecution):
+			s.fail(w, r, errcode.ScopeInsufficient.New("this route changes things and needs an execution key; this key's scope is %s", p.Scope))
 			return
 		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey, p)))
+		// What the request opens (a stream, a WebSocket) ends when its key
+		// is revoked.
+		ctx, stop := s.cfg.Keys.Watch(context.WithValue(r.Context(), principalKey, p), p.KeyID)
+		defer stop()
+		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
 

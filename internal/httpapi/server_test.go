@@ -41,11 +41,11 @@ func newAPI(t *testing.T) *api {
 	mgr := sandbox.NewManager(sandbox.Config{DataDir: dir, AgentBinary: testenv.Binary(t), DefaultRuntime: "process",
 		UIDRegistry: testenv.UIDRegistry(t)}, db, runtimes.Process{})
 	keys := auth.NewKeys(db)
-	_, admin, err := keys.Create(ctx, "admin", auth.ScopeAdmin)
+	_, admin, err := keys.Create(ctx, "admin", auth.ScopeAdmin, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, exe, err := keys.Create(ctx, "exe", auth.ScopeExecution)
+	_, exe, err := keys.Create(ctx, "exe", auth.ScopeExecution, "ten_default")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,7 +23,7 @@ const DefaultMaxImport = 8 << 30
 
 func (s *Server) handleListTemplates() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		list, err := s.cfg.Sandboxes.Templates(r.Context())
+		list, err := s.cfg.Sandboxes.Templates(r.Context(), scopeOf(r))
 		if err != nil {
 			s.fail(w, r, err)
 			return
@@ -38,7 +38,7 @@ func (s *Server) handleListTemplates() http.Handler {
 
 func (s *Server) handleGetTemplate() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		t, err := s.cfg.Sandboxes.Template(r.Context(), r.PathValue("name"))
+		t, err := s.cfg.Sandboxes.Template(r.Context(), scopeOf(r), r.PathValue("name"))
 		if err != nil {
 			s.fail(w, r, err)
 			return
@@ -50,7 +50,7 @@ func (s *Server) handleGetTemplate() http.Handler {
 // handleTemplateLog answers a built template's build log, as text.
 func (s *Server) handleTemplateLog() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		t, err := s.cfg.Sandboxes.Template(r.Context(), r.PathValue("name"))
+		t, err := s.cfg.Sandboxes.Template(r.Context(), scopeOf(r), r.PathValue("name"))
 		if err != nil {
 			s.fail(w, r, err)
 			return
@@ -73,7 +73,9 @@ func (s *Server) handleBuildTemplate() http.Handler {
 			s.fail(w, r, err)
 			return
 		}
-		t, err := s.cfg.Sandboxes.BuildTemplate(r.Context(), req)
+		// An admin key builds a shared template; a tenant's key one of its own.
+		owner := principalOf(r).Tenant
+		t, err := s.cfg.Sandboxes.BuildTemplate(r.Context(), owner, req)
 		if err != nil {
 			s.fail(w, r, err)
 			return
@@ -89,7 +91,7 @@ func (s *Server) handleImportTemplate() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
 		// The name first: a bad or taken one fails before the upload.
-		if err := s.cfg.Sandboxes.CheckNewTemplateName(r.Context(), q.Get("name")); err != nil {
+		if err := s.cfg.Sandboxes.CheckNewTemplateName(r.Context(), "", q.Get("name")); err != nil {
 			s.fail(w, r, err)
 			return
 		}
@@ -138,7 +140,7 @@ func (s *Server) handleImportTemplate() http.Handler {
 
 func (s *Server) handleDeleteTemplate() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if err := s.cfg.Sandboxes.DeleteTemplate(r.Context(), r.PathValue("name")); err != nil {
+		if err := s.cfg.Sandboxes.DeleteTemplate(r.Context(), scopeOf(r), r.PathValue("name")); err != nil {
 			s.fail(w, r, err)
 			return
 		}

@@ -79,6 +79,7 @@ type Change struct {
 
 // Filter selects jobs to list.
 type Filter struct {
+	Tenant string // "" for all
 	Owner  string // "" for all
 	State  string
 	Action string
@@ -121,4 +122,8 @@ type Store interface {
 	// UnusedBlobs lists blobs created before cutoff that no job uses.
 	UnusedBlobs(ctx context.Context, cutoff time.Time) ([]string, error)
 	DeleteBlob(ctx context.Context, sha string) error
+	// AddBlobOwner lets tenant read blob sha (it uploaded it, or its job
+	// made it); BlobOwned reports whether it may.
+	AddBlobOwner(ctx context.Context, tenant, sha string) error
+	BlobOwned(ctx context.Context, tenant, sha string) (bool, error)
 }

@@ -59,6 +59,9 @@ type Config struct {
 	// sandboxes ("" lets it look for them).
 	Chromium, Soffice string
 	Capacity          Capacity
+	// TenantJobs returns a tenant's own bound on its running jobs (0:
+	// Capacity.Tenant); nil: Capacity.Tenant for every tenant.
+	TenantJobs func(ctx context.Context, tenant string) int
 	// Pools is how many fresh runtimes to keep started per profile.
 	Pools map[string]int
 	// Workers false runs no queue consumer: jobs are refused with
@@ -429,20 +432,41 @@ func healthError(h apitype.ActionHealth) error {
 	return r.New("action %s is unavailable: %s", h.Name, msg)
 }
 
-// Principal is who submits or reads jobs.
+// Principal is who submits or reads jobs: the tenant (whose jobs it sees)
+// and the end user it acts for (capacity is counted per user too).
 type Principal struct {
 	Tenant, User string
-	Admin        bool
+	Admin        bool // sees every tenant's jobs
 }
 
-// PutFile stores an uploaded input.
-func (s *Service) PutFile(ctx context.Context, r interface{ Read([]byte) (int, error) }, name string) (apitype.FileRef, error) {
+// PutFile stores an uploaded input that tenant may then read and name.
+func (s *Service) PutFile(ctx context.Context, tenant string, r interface{ Read([]byte) (int, error) }, name string) (apitype.FileRef, error) {
 	if name != "" {
 		if err := jobspec.CheckName(name); err != nil {
 			return apitype.FileRef{}, errcode.InvalidFields(map[string]string{"name": err.Error()})
 		}
 	}
-	return s.blobs.Put(ctx, r, MaxInputBytes, name)
+	ref, err := s.blobs.Put(ctx, r, MaxInputBytes, name)
+	if err != nil {
+		return ref, err
+	}
+	return ref, s.store.AddBlobOwner(ctx, tenant, ref.SHA256)
+}
+
+// File returns the reference of stored file sha if who may read it; any
+// other answers as a file that does not exist.
+func (s *Service) File(ctx context.Context, who Principal, sha string) (apitype.FileRef, error) {
+	sha = strings.ToLower(sha)
+	ref, err := s.blobs.Ref(ctx, sha)
+	if err != nil || who.Admin {
+		return ref, err
+	}
+	if ok, err := s.store.BlobOwned(ctx, who.Tenant, sha); err != nil {
+		return apitype.FileRef{}, err
+	} else if !ok {
+		return apitype.FileRef{}, errcode.FileNotFound.New("file %q not found", sha)
+	}
+	return ref, nil
 }
 
 // Submit validates a job request, checks the action's health, and queues
@@ -502,7 +526,7 @@ func (s *Service) Submit(ctx context.Context, who Principal, req apitype.CreateJ
 		in := req.Inputs[name]
 		var ref apitype.FileRef
 		if in.SHA256 != "" {
-			ref, err = s.blobs.Ref(ctx, strings.ToLower(in.SHA256))
+			ref, err = s.File(ctx, who, in.SHA256)
 			if err == nil {
 				// Touch it, so the sweeper spares it until the job names it.
 				err = s.store.PutBlob(ctx, Blob{SHA256: ref.SHA256, Size: ref.Size, MIME: ref.MIME, CreatedAt: time.Now().UTC()})
@@ -514,6 +538,9 @@ func (s *Service) Submit(ctx context.Context, who Principal, req apitype.CreateJ
 				return nil, false, errcode.InvalidFields(map[string]string{"inputs." + name + ".content_base64": "is not base64"})
 			}
 			ref, err = s.blobs.Put(ctx, bytes.NewReader(b), MaxInputBytes, name)
+			if err == nil {
+				err = s.store.AddBlobOwner(ctx, who.Tenant, ref.SHA256)
+			}
 		}
 		if err != nil {
 			return nil, false, err
@@ -649,16 +676,16 @@ func (s *Service) Get(ctx context.Context, who Principal, id string) (*Job, erro
 	if err != nil {
 		return nil, err
 	}
-	if !who.Admin && j.Owner != who.User {
+	if !who.Admin && j.Tenant != who.Tenant {
 		return nil, errcode.JobNotFound.New("job %q not found", id)
 	}
 	return j, nil
 }
 
-// List lists the principal's jobs (every job for an admin).
+// List lists the principal's tenant's jobs (every job for an admin).
 func (s *Service) List(ctx context.Context, who Principal, f Filter) ([]*Job, error) {
 	if !who.Admin {
-		f.Owner = who.User
+		f.Tenant = who.Tenant
 	}
 	return s.store.ListJobs(ctx, f)
 }
@@ -828,4 +855,10 @@ func (f levelFilter) WithAttrs(attrs []slog.Attr) slog.Handler {
 
 func (f levelFilter) WithGroup(name string) slog.Handler {
 	return levelFilter{f.Handler.WithGroup(name), f.min}
+}
+
+// Running counts tenant's jobs starting or running.
+func (s *Service) Running(ctx context.Context, tenant string) (int, error) {
+	_, n, _, err := s.store.ActiveJobs(ctx, tenant, "")
+	return n, err
 }

@@ -37,11 +37,11 @@ func TestSweep(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	used, err := svc.PutFile(ctx, strings.NewReader("<p>used</p>"), "index.html")
+	used, err := svc.PutFile(ctx, "ten_default", strings.NewReader("<p>used</p>"), "index.html")
 	if err != nil {
 		t.Fatal(err)
 	}
-	unused, err := svc.PutFile(ctx, strings.NewReader("nobody names me"), "x.txt")
+	unused, err := svc.PutFile(ctx, "ten_default", strings.NewReader("nobody names me"), "x.txt")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +52,7 @@ func TestSweep(t *testing.T) {
 	if err := db.InsertJob(ctx, job, apitype.JobEvent{Type: apitype.JobQueued}); err != nil {
 		t.Fatal(err)
 	}
-	done, err := svc.PutFile(ctx, strings.NewReader("<p>done</p>"), "index.html")
+	done, err := svc.PutFile(ctx, "ten_default", strings.NewReader("<p>done</p>"), "index.html")
 	if err != nil {
 		t.Fatal(err)
 	}

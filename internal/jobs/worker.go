@@ -88,6 +88,11 @@ func (s *Service) work(ctx context.Context, riverID int64, id string) error {
 		return err
 	}
 	c := s.cfg.Capacity
+	if s.cfg.TenantJobs != nil {
+		if n := s.cfg.TenantJobs(ctx, j.Tenant); n > 0 {
+			c.Tenant = n
+		}
+	}
 	if global >= c.Global || tenant >= c.Tenant || user >= c.User {
 		s.admitMu.Unlock()
 		if j.State == apitype.JobQueued {
@@ -268,7 +273,7 @@ func (s *Service) attempt(ctx context.Context, j *Job, a *action, prof Profile) 
 	var outs []apitype.FileRef
 	var total int64
 	for _, o := range res.Outputs {
-		ref, f := s.collect(ctx, rt, o, MaxOutputBytes-total)
+		ref, f := s.collect(ctx, j, rt, o, MaxOutputBytes-total)
 		if f != nil {
 			return nil, res.Blocked, f
 		}
@@ -319,7 +324,7 @@ func ctxFailure(ctx context.Context) *failure {
 
 // collect copies one output out of the sandbox into the blob store and
 // validates it.
-func (s *Service) collect(ctx context.Context, rt *runtime, o jobspec.Output, room int64) (apitype.FileRef, *failure) {
+func (s *Service) collect(ctx context.Context, j *Job, rt *runtime, o jobspec.Output, room int64) (apitype.FileRef, *failure) {
 	if err := jobspec.CheckName(o.Name); err != nil || strings.Contains(o.Name, "/") {
 		return apitype.FileRef{}, fail(errcode.Internal, "invalid_output", false, "the runner named an output %q", o.Name)
 	}
@@ -332,6 +337,9 @@ func (s *Service) collect(ctx context.Context, rt *runtime, o jobspec.Output, ro
 	}
 	defer body.Close()
 	ref, err := s.blobs.Put(ctx, body, room, o.Name)
+	if err == nil {
+		err = s.store.AddBlobOwner(ctx, j.Tenant, ref.SHA256)
+	}
 	if errcode.Is(err, errcode.PayloadTooLarge) {
 		return apitype.FileRef{}, fail(errcode.PayloadTooLarge, "output_too_large", false,
 			"the outputs come to more than %d bytes", MaxOutputBytes)

@@ -23,6 +23,8 @@ import (
 
 // CreateSpec is what a caller asks for in a new sandbox.
 type CreateSpec struct {
+	// Tenant owns the sandbox; names are unique within it.
+	Tenant    string
 	Runtime   string
 	Name      string
 	Env       map[string]string
@@ -177,18 +179,23 @@ func (m *Manager) Create(ctx context.Context, spec CreateSpec) (sb *Sandbox, cre
 	if err := rt.Available(); err != nil {
 		return nil, false, err
 	}
+	if m.cfg.Refuse != nil {
+		if err := m.cfg.Refuse(&spec, rt); err != nil {
+			return nil, false, err
+		}
+	}
 	spec.Network = spec.Network.Normalize()
 	if err := m.validNetwork(spec.Network, rt); err != nil {
 		return nil, false, err
 	}
 	if spec.Name != "" {
-		if sb, err := m.store.GetSandboxByName(ctx, spec.Name); err == nil {
+		if sb, err := m.store.GetSandboxByName(ctx, spec.Tenant, spec.Name); err == nil {
 			return sb, false, nil
 		} else if !errcode.Is(err, errcode.NotFound) {
 			return nil, false, err
 		}
 	}
-	tmpl, err := m.readyTemplate(ctx, spec.Template)
+	tmpl, err := m.readyTemplate(ctx, spec.Tenant, spec.Template)
 	if err != nil {
 		return nil, false, err
 	}
@@ -201,10 +208,10 @@ func (m *Manager) Create(ctx context.Context, spec CreateSpec) (sb *Sandbox, cre
 		spec.Env = env
 	}
 	// A claim keeps the template's env too: env is applied per command.
-	if pool := m.poolFor(spec); pool != "" {
+	if pool := m.poolFor(spec); pool != "" && tmpl.Tenant == "" {
 		sb, ok, err := m.claim(ctx, pool, spec)
 		if errcode.Has(err, errcode.NameTaken) {
-			if existing, gerr := m.store.GetSandboxByName(ctx, spec.Name); gerr == nil {
+			if existing, gerr := m.store.GetSandboxByName(ctx, spec.Tenant, spec.Name); gerr == nil {
 				return existing, false, nil
 			}
 		}
@@ -215,7 +222,7 @@ func (m *Manager) Create(ctx context.Context, spec CreateSpec) (sb *Sandbox, cre
 
 	now := time.Now().UTC()
 	sb = &Sandbox{
-		ID: ident.New("sbx_"), Name: spec.Name, Runtime: rt.Name(), State: apitype.StateStarting,
+		ID: ident.New("sbx_"), Tenant: spec.Tenant, Name: spec.Name, Runtime: rt.Name(), State: apitype.StateStarting,
 		Env: spec.Env, Labels: spec.Labels, AgentToken: ident.Token("agt_"), CreatedAt: now, UpdatedAt: now,
 	}
 	if spec.Lazy {
@@ -245,7 +252,7 @@ func (m *Manager) Create(ctx context.Context, spec CreateSpec) (sb *Sandbox, cre
 	}
 	if err != nil {
 		if errcode.Has(err, errcode.NameTaken) {
-			if existing, gerr := m.store.GetSandboxByName(ctx, spec.Name); gerr == nil {
+			if existing, gerr := m.store.GetSandboxByName(ctx, spec.Tenant, spec.Name); gerr == nil {
 				return existing, false, nil
 			}
 		}
@@ -294,6 +301,9 @@ func (m *Manager) insertWithinLimit(ctx context.Context, sb *Sandbox) error {
 	}
 	if live >= m.cfg.MaxSandboxes {
 		return errcode.SandboxLimit.New("%d sandboxes exist, the maximum (--max-sandboxes); delete one first", live)
+	}
+	if err := m.checkQuota(ctx, all, sb.Tenant, adding(sb, sb.State == apitype.StatePending)); err != nil {
+		return err
 	}
 	if sb.Resources != (Resources{}) {
 		// Each isolated sandbox runs as a host uid of its own, unused by

@@ -131,6 +131,12 @@ func (m *Manager) bringUp(ctx context.Context, id, from string) error {
 	if err := m.runtimeGone(sb); err != nil {
 		return err // registered, but unusable now (runsc removed, say)
 	}
+	m.createMu.Lock()
+	err = m.checkQuota(ctx, nil, sb.Tenant, running(sb))
+	m.createMu.Unlock()
+	if err != nil {
+		return err
+	}
 	if err := m.start(ctx, sb, rt); err != nil {
 		if from == apitype.StatePending {
 			m.teardown(context.WithoutCancel(ctx), sb)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/berthdev/berth/internal/agent"
 	"github.com/berthdev/berth/internal/apitype"
+	"github.com/berthdev/berth/internal/tenant"
 )
 
 // Config configures a Manager. Zero values take the defaults.
@@ -35,7 +36,13 @@ type Config struct {
 	UIDRegistry string
 	// Network serves sandboxes with network mode egress; nil refuses them.
 	Network Network
-	Logger  *slog.Logger
+	// TenantLimits returns a tenant's quotas; nil: no tenant quotas.
+	TenantLimits func(ctx context.Context, tenantID string) (tenant.Limits, error)
+	// Refuse, when set, vets a create before anything is made (tenant
+	// mode refuses runtimes that are not isolated): a non-nil error is the
+	// answer.
+	Refuse func(spec *CreateSpec, rt Runtime) error
+	Logger *slog.Logger
 }
 
 // Defaults.

@@ -178,11 +178,20 @@ func (m *Manager) poolFor(spec CreateSpec) string {
 // claim takes a sandbox from pool for spec; ok is false when the pool is
 // empty and the caller must start one.
 func (m *Manager) claim(ctx context.Context, pool string, spec CreateSpec) (sb *Sandbox, ok bool, err error) {
-	c := &Sandbox{Name: spec.Name, Env: spec.Env, Labels: spec.Labels, Idle: DefaultIdle}
+	c := &Sandbox{Tenant: spec.Tenant, Name: spec.Name, Env: spec.Env, Labels: spec.Labels, Idle: DefaultIdle}
+	if rt := m.runtimes[cmp.Or(spec.Runtime, m.cfg.DefaultRuntime)]; rt != nil && rt.Isolated() {
+		c.Resources = DefaultResources // what a pool member has: for the quota check
+	}
 	if spec.Idle != nil {
 		c.Idle = *spec.Idle
 	}
+	m.createMu.Lock()
+	if err := m.checkQuota(ctx, nil, spec.Tenant, adding(c, false)); err != nil {
+		m.createMu.Unlock()
+		return nil, false, err
+	}
 	sb, err = m.store.ClaimPooled(ctx, pool, c)
+	m.createMu.Unlock()
 	if errcode.Is(err, errcode.NotFound) {
 		m.wakePools()
 		return nil, false, nil

@@ -10,8 +10,11 @@ import (
 
 // Sandbox is a sandbox's durable record.
 type Sandbox struct {
-	ID      string
-	Name    string // optional; unique when set
+	ID string
+	// Tenant is the ID of the owning tenant; "" while in a warm pool and
+	// for Berth's internal sandboxes.
+	Tenant  string
+	Name    string // optional; unique within its tenant when set
 	Runtime string
 	State   string // one of the apitype.State* values
 	Reason  string // why it failed, when it did
@@ -93,7 +96,7 @@ type Store interface {
 	// with reason "name_taken".
 	CreateSandbox(ctx context.Context, sb *Sandbox) error
 	GetSandbox(ctx context.Context, id string) (*Sandbox, error)
-	GetSandboxByName(ctx context.Context, name string) (*Sandbox, error)
+	GetSandboxByName(ctx context.Context, tenant, name string) (*Sandbox, error)
 	ListSandboxes(ctx context.Context) ([]*Sandbox, error)
 	// SetSandboxState updates state, reason and agent PID.
 	SetSandboxState(ctx context.Context, id, state, reason string, agentPID int) error

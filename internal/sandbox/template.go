@@ -42,10 +42,13 @@ import (
 // Template is a template's durable record.
 type Template struct {
 	ID, Name, State, Reason, Source string
-	Base                            string // build: the base template's ID ("" for base)
-	Config                          TemplateConfig
-	SizeBytes                       int64
-	CreatedAt, UpdatedAt            time.Time
+	// Tenant is the ID of the tenant whose own template it is; "" for a
+	// shared one (the operator's: every tenant may start from it).
+	Tenant               string
+	Base                 string // build: the base template's ID ("" for base)
+	Config               TemplateConfig
+	SizeBytes            int64
+	CreatedAt, UpdatedAt time.Time
 }
 
 // TemplateConfig is what a template carries besides files.
@@ -64,6 +67,8 @@ type TemplateStore interface {
 	CreateTemplate(ctx context.Context, t *Template) error
 	UpdateTemplate(ctx context.Context, t *Template) error
 	GetTemplate(ctx context.Context, nameOrID string) (*Template, error)
+	// TemplateFor finds a template as tenant sees it (AnyTenant: all).
+	TemplateFor(ctx context.Context, tenant, nameOrID string) (*Template, error)
 	ListTemplates(ctx context.Context) ([]*Template, error)
 	DeleteTemplate(ctx context.Context, id string) error
 }
@@ -127,26 +132,37 @@ func TemplateInfo(t *Template) apitype.Template {
 // baseTemplate is the record of the built-in template.
 var baseTemplate = &Template{ID: "", Name: BaseTemplate, State: apitype.TemplateReady, Source: apitype.TemplateBuiltin}
 
-// Templates lists the templates, the built-in base first.
-func (m *Manager) Templates(ctx context.Context) ([]*Template, error) {
+// AnyTenant, as the tenant of a template lookup or list, sees every
+// tenant's templates (an admin key).
+const AnyTenant = "*"
+
+// Templates lists the templates tenant sees (its own and the shared ones;
+// AnyTenant: all), the built-in base first.
+func (m *Manager) Templates(ctx context.Context, tenant string) ([]*Template, error) {
 	list, err := m.store.ListTemplates(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return append([]*Template{baseTemplate}, list...), nil
+	out := []*Template{baseTemplate}
+	for _, t := range list {
+		if tenant == AnyTenant || t.Tenant == "" || t.Tenant == tenant {
+			out = append(out, t)
+		}
+	}
+	return out, nil
 }
 
-// Template returns a template by name or ID.
-func (m *Manager) Template(ctx context.Context, name string) (*Template, error) {
+// Template returns a template by name or ID, as tenant sees it.
+func (m *Manager) Template(ctx context.Context, tenant, name string) (*Template, error) {
 	if name == "" || name == BaseTemplate {
 		return baseTemplate, nil
 	}
-	return m.store.GetTemplate(ctx, name)
+	return m.store.TemplateFor(ctx, tenant, name)
 }
 
-// readyTemplate returns a template sandboxes can start from.
-func (m *Manager) readyTemplate(ctx context.Context, name string) (*Template, error) {
-	t, err := m.Template(ctx, name)
+// readyTemplate returns a template sandboxes of tenant can start from.
+func (m *Manager) readyTemplate(ctx context.Context, tenant, name string) (*Template, error) {
+	t, err := m.Template(ctx, tenant, name)
 	if err != nil {
 		return nil, err
 	}
@@ -182,13 +198,17 @@ func (m *Manager) rootSpec(ctx context.Context, id string) (RootSpec, error) {
 }
 
 // DeleteTemplate removes a template no sandbox or other template uses.
-func (m *Manager) DeleteTemplate(ctx context.Context, name string) error {
+// A tenant removes only its own; shared ones are the operator's.
+func (m *Manager) DeleteTemplate(ctx context.Context, tenant, name string) error {
 	if name == BaseTemplate {
 		return errcode.TemplateBuiltin.New("the base template is built in")
 	}
-	t, err := m.store.GetTemplate(ctx, name)
+	t, err := m.store.TemplateFor(ctx, tenant, name)
 	if err != nil {
 		return err
+	}
+	if tenant != AnyTenant && t.Tenant != tenant {
+		return errcode.New(errcode.PermissionDenied, "template %q is shared: only the operator (an admin key) removes it", t.Name)
 	}
 	if t.State == apitype.TemplateBuilding {
 		return errcode.TemplateBuilding.New("template %q is still building", t.Name)
@@ -224,13 +244,13 @@ func (m *Manager) DeleteTemplate(ctx context.Context, name string) error {
 
 // CheckNewTemplateName reports whether name can name a new template: valid
 // and not taken. An import checks it before it takes in the archive.
-func (m *Manager) CheckNewTemplateName(ctx context.Context, name string) error {
+func (m *Manager) CheckNewTemplateName(ctx context.Context, tenant, name string) error {
 	p := map[string]string{}
 	validTemplateName(name, p)
 	if len(p) > 0 {
 		return errcode.InvalidFields(p)
 	}
-	if _, err := m.store.GetTemplate(ctx, name); err == nil {
+	if t, err := m.store.TemplateFor(ctx, tenant, name); err == nil && t.Tenant == tenant {
 		return errcode.TemplateExists.New("a template named %q exists; remove it first", name)
 	} else if !errcode.Is(err, errcode.NotFound) {
 		return err
@@ -245,9 +265,9 @@ func validTemplateName(name string, problems map[string]string) {
 }
 
 // newTemplate records a template that is being made.
-func (m *Manager) newTemplate(ctx context.Context, name, source, base string, cfg TemplateConfig) (*Template, error) {
+func (m *Manager) newTemplate(ctx context.Context, tenant, name, source, base string, cfg TemplateConfig) (*Template, error) {
 	now := time.Now().UTC()
-	t := &Template{ID: ident.New("tpl_"), Name: name, State: apitype.TemplateBuilding, Source: source, Base: base,
+	t := &Template{ID: ident.New("tpl_"), Tenant: tenant, Name: name, State: apitype.TemplateBuilding, Source: source, Base: base,
 		Config: cfg, CreatedAt: now, UpdatedAt: now}
 	if err := m.store.CreateTemplate(ctx, t); err != nil {
 		return nil, err
@@ -273,9 +293,10 @@ func (m *Manager) finishTemplate(ctx context.Context, t *Template, err error) {
 	}
 }
 
-// BuildTemplate starts building a template from steps in the background
-// and returns its record (state building).
-func (m *Manager) BuildTemplate(ctx context.Context, req apitype.BuildTemplateRequest) (*Template, error) {
+// BuildTemplate starts building a template of tenant's ("" for a shared
+// one) from steps in the background and returns its record (state
+// building). Its build sandbox is the tenant's and counts in its quotas.
+func (m *Manager) BuildTemplate(ctx context.Context, tenant string, req apitype.BuildTemplateRequest) (*Template, error) {
 	p := map[string]string{}
 	validTemplateName(req.Name, p)
 	ValidateEnv(req.Env, p, "env")
@@ -313,7 +334,7 @@ func (m *Manager) BuildTemplate(ctx context.Context, req apitype.BuildTemplateRe
 	if !ok || rt.Available() != nil {
 		return nil, errcode.RuntimeUnavailable.New("template builds run in the container runtime, which is not available here; see berth doctor")
 	}
-	base, err := m.readyTemplate(ctx, req.From)
+	base, err := m.readyTemplate(ctx, tenant, req.From)
 	if err != nil {
 		return nil, err
 	}
@@ -326,7 +347,7 @@ func (m *Manager) BuildTemplate(ctx context.Context, req apitype.BuildTemplateRe
 		cfg.Env = map[string]string{}
 	}
 	maps.Copy(cfg.Env, req.Env)
-	t, err := m.newTemplate(ctx, req.Name, apitype.TemplateBuilt, base.ID, cfg)
+	t, err := m.newTemplate(ctx, tenant, req.Name, apitype.TemplateBuilt, base.ID, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -353,7 +374,7 @@ func (m *Manager) build(ctx context.Context, t *Template, base *Template) (err e
 		return err
 	}
 	defer logf.Close()
-	sb, _, err := m.Create(ctx, CreateSpec{Runtime: "container", Template: base.Name, Env: t.Config.Env,
+	sb, _, err := m.Create(ctx, CreateSpec{Tenant: t.Tenant, Runtime: "container", Template: base.ID, Env: t.Config.Env,
 		Labels: map[string]string{buildLabel: t.Name}, Idle: &IdlePolicy{}, build: true,
 		Network: netpolicy.Policy{Mode: cmp.Or(t.Config.Network, netpolicy.ModeNone)}})
 	if err != nil {

@@ -26,7 +26,7 @@ func (m *Manager) ImportTemplate(ctx context.Context, name, src, ref string) (*T
 	if len(p) > 0 {
 		return nil, errcode.InvalidFields(p)
 	}
-	t, err := m.newTemplate(ctx, name, apitype.TemplateImport, "", TemplateConfig{})
+	t, err := m.newTemplate(ctx, "", name, apitype.TemplateImport, "", TemplateConfig{})
 	if err != nil {
 		return nil, err
 	}

@@ -42,7 +42,7 @@ func TestBackupHoldsTheWAL(t *testing.T) {
 	defer db.Close()
 	newSandbox(t, db, "one")
 	newSandbox(t, db, "two")
-	if _, _, err := auth.NewKeys(db).Create(ctx, "admin", auth.ScopeAdmin); err != nil {
+	if _, _, err := auth.NewKeys(db).Create(ctx, "admin", auth.ScopeAdmin, ""); err != nil {
 		t.Fatal(err)
 	}
 

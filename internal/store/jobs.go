@@ -110,6 +110,9 @@ func (db *DB) ListJobs(ctx context.Context, f jobs.Filter) ([]*jobs.Job, error) 
 		args = append(args, v)
 		q += " AND " + strings.ReplaceAll(cond, "?", "$"+itoa(len(args)))
 	}
+	if f.Tenant != "" {
+		add("tenant = ?", f.Tenant)
+	}
 	if f.Owner != "" {
 		add("owner = ?", f.Owner)
 	}
@@ -269,7 +272,7 @@ func (db *DB) JobEvents(ctx context.Context, id string, after int64) ([]apitype.
 func (db *DB) ActiveJobs(ctx context.Context, tenant, owner string) (global, ofTenant, ofOwner int, err error) {
 	err = db.w.QueryRowContext(ctx, `SELECT COUNT(*),
 		COALESCE(SUM(CASE WHEN tenant = $1 THEN 1 ELSE 0 END), 0),
-		COALESCE(SUM(CASE WHEN owner = $2 THEN 1 ELSE 0 END), 0)
+		COALESCE(SUM(CASE WHEN tenant = $1 AND owner = $2 THEN 1 ELSE 0 END), 0)
 		FROM jobs WHERE state IN ('starting', 'running')`, tenant, owner).Scan(&global, &ofTenant, &ofOwner)
 	return
 }
@@ -320,9 +323,29 @@ func (db *DB) UnusedBlobs(ctx context.Context, cutoff time.Time) ([]string, erro
 }
 
 func (db *DB) DeleteBlob(ctx context.Context, sha string) error {
-	_, err := db.w.ExecContext(ctx, `DELETE FROM blobs WHERE sha256 = $1
-		AND NOT EXISTS (SELECT 1 FROM job_files f WHERE f.sha256 = blobs.sha256)`, sha)
+	return db.tx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM blobs WHERE sha256 = $1
+			AND NOT EXISTS (SELECT 1 FROM job_files f WHERE f.sha256 = blobs.sha256)`, sha)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n > 0 {
+			_, err = tx.ExecContext(ctx, `DELETE FROM blob_owners WHERE sha256 = $1`, sha)
+		}
+		return err
+	})
+}
+
+func (db *DB) AddBlobOwner(ctx context.Context, tenant, sha string) error {
+	_, err := db.w.ExecContext(ctx, `INSERT INTO blob_owners (tenant_id, sha256, created_at) VALUES ($1, $2, $3)
+		ON CONFLICT (tenant_id, sha256) DO NOTHING`, tenant, sha, now())
 	return err
+}
+
+func (db *DB) BlobOwned(ctx context.Context, tenant, sha string) (bool, error) {
+	var n int
+	err := db.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM blob_owners WHERE tenant_id = $1 AND sha256 = $2`, tenant, sha).Scan(&n)
+	return n > 0, err
 }
 
 var _ jobs.Store = (*DB)(nil)

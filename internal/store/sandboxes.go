@@ -27,11 +27,11 @@ func mustJSON(v any) string {
 func (db *DB) CreateSandbox(ctx context.Context, sb *sandbox.Sandbox) error {
 	_, err := db.w.ExecContext(ctx, `INSERT INTO sandboxes
 		(id, name, runtime, state, reason, env, labels, agent_pid, agent_token, created_at, updated_at, resources, uid, idle,
-		 template, pool, network)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)`,
+		 template, pool, network, tenant_id)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)`,
 		sb.ID, nullString(sb.Name), sb.Runtime, sb.State, sb.Reason, mustJSON(sb.Env), mustJSON(sb.Labels),
 		sb.AgentPID, sb.AgentToken, formatTime(sb.CreatedAt), formatTime(sb.UpdatedAt), mustJSON(sb.Resources), sb.UID, mustJSON(sb.Idle),
-		sb.Template, sb.Pool, mustJSON(sb.Network))
+		sb.Template, sb.Pool, mustJSON(sb.Network), sb.Tenant)
 	if isUnique(err) {
 		return errcode.NameTaken.New("a sandbox named %q exists", sb.Name)
 	}
@@ -39,14 +39,14 @@ func (db *DB) CreateSandbox(ctx context.Context, sb *sandbox.Sandbox) error {
 }
 
 const sandboxColumns = `id, name, runtime, state, reason, env, labels, agent_pid, agent_token, created_at, updated_at,
-	resources, uid, idle, template, pool, network`
+	resources, uid, idle, template, pool, network, tenant_id`
 
 func scanSandbox(row interface{ Scan(...any) error }) (*sandbox.Sandbox, error) {
 	var sb sandbox.Sandbox
 	var name sql.NullString
 	var env, labels, created, updated, resources, idle, network string
 	if err := row.Scan(&sb.ID, &name, &sb.Runtime, &sb.State, &sb.Reason, &env, &labels,
-		&sb.AgentPID, &sb.AgentToken, &created, &updated, &resources, &sb.UID, &idle, &sb.Template, &sb.Pool, &network); err != nil {
+		&sb.AgentPID, &sb.AgentToken, &created, &updated, &resources, &sb.UID, &idle, &sb.Template, &sb.Pool, &network, &sb.Tenant); err != nil {
 		return nil, err
 	}
 	_ = json.Unmarshal([]byte(network), &sb.Network)
@@ -65,9 +65,10 @@ func (db *DB) GetSandbox(ctx context.Context, id string) (*sandbox.Sandbox, erro
 	return sb, notFound(err, errcode.SandboxNotFound, "sandbox", id)
 }
 
-// GetSandboxByName returns a sandbox by name.
-func (db *DB) GetSandboxByName(ctx context.Context, name string) (*sandbox.Sandbox, error) {
-	sb, err := scanSandbox(db.db.QueryRowContext(ctx, `SELECT `+sandboxColumns+` FROM sandboxes WHERE name = $1`, name))
+// GetSandboxByName returns tenant's sandbox called name.
+func (db *DB) GetSandboxByName(ctx context.Context, tenant, name string) (*sandbox.Sandbox, error) {
+	sb, err := scanSandbox(db.db.QueryRowContext(ctx,
+		`SELECT `+sandboxColumns+` FROM sandboxes WHERE tenant_id = $1 AND name = $2`, tenant, name))
 	return sb, notFound(err, errcode.SandboxNotFound, "sandbox", name)
 }
 
@@ -107,10 +108,10 @@ func (db *DB) SetSandboxState(ctx context.Context, id, state, reason string, age
 func (db *DB) ClaimPooled(ctx context.Context, pool string, claim *sandbox.Sandbox) (*sandbox.Sandbox, error) {
 	t := now()
 	sb, err := scanSandbox(db.w.QueryRowContext(ctx, `UPDATE sandboxes
-		SET pool = '', name = $1, env = $2, labels = $3, idle = $4, created_at = $5, updated_at = $5
+		SET pool = '', name = $1, env = $2, labels = $3, idle = $4, created_at = $5, updated_at = $5, tenant_id = $7
 		WHERE id = (SELECT id FROM sandboxes WHERE pool = $6 AND state = 'running' ORDER BY created_at, id LIMIT 1)
 		RETURNING `+sandboxColumns,
-		nullString(claim.Name), mustJSON(claim.Env), mustJSON(claim.Labels), mustJSON(claim.Idle), t, pool))
+		nullString(claim.Name), mustJSON(claim.Env), mustJSON(claim.Labels), mustJSON(claim.Idle), t, pool, claim.Tenant))
 	if isUnique(err) {
 		return nil, errcode.NameTaken.New("a sandbox named %q exists", claim.Name)
 	}

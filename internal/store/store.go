@@ -134,9 +134,26 @@ func (db *DB) migrate(ctx context.Context) error {
 	return nil
 }
 
+// foreignKeysOff, as a migration's first line, runs it with foreign keys
+// off: SQLite's way to rebuild a table that others reference (a DROP would
+// cascade). foreign_key_check must come back empty before it commits.
+const foreignKeysOff = "-- berth:foreign-keys-off"
+
 // applyMigration runs one migration and records it in one transaction, so
 // a crash leaves the old schema or the new one, never half.
 func (db *DB) applyMigration(ctx context.Context, name, version string) error {
+	body, err := migrations.ReadFile(name)
+	if err != nil {
+		return err
+	}
+	if strings.HasPrefix(string(body), foreignKeysOff) {
+		// The pragma is a no-op inside a transaction, and belongs to a
+		// connection: the writers' pool has exactly one.
+		if _, err := db.w.ExecContext(ctx, `PRAGMA foreign_keys = OFF`); err != nil {
+			return err
+		}
+		defer func() { _, _ = db.w.ExecContext(context.WithoutCancel(ctx), `PRAGMA foreign_keys = ON`) }()
+	}
 	return db.tx(ctx, func(tx *sql.Tx) error {
 		var n int
 		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM schema_migrations WHERE version = $1`, version).Scan(&n); err != nil {
@@ -145,12 +162,19 @@ func (db *DB) applyMigration(ctx context.Context, name, version string) error {
 		if n > 0 {
 			return nil
 		}
-		body, err := migrations.ReadFile(name)
-		if err != nil {
-			return err
-		}
 		if _, err := tx.ExecContext(ctx, string(body)); err != nil {
 			return err
+		}
+		if strings.HasPrefix(string(body), foreignKeysOff) {
+			rows, err := tx.QueryContext(ctx, `PRAGMA foreign_key_check`)
+			if err != nil {
+				return err
+			}
+			broken := rows.Next()
+			rows.Close()
+			if broken {
+				return errors.New("the migration left rows whose foreign keys point nowhere")
+			}
 		}
 		_, err = tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES ($1, $2)`, version, now())
 		return err

@@ -163,7 +163,7 @@ func TestSandboxes(t *testing.T) {
 	if diff := cmp.Diff(a, got); diff != "" {
 		t.Errorf("GetSandbox(%s) mismatch (-want +got):\n%s", a.ID, diff)
 	}
-	if got, err := db.GetSandboxByName(ctx, "alpha"); err != nil || got.ID != a.ID {
+	if got, err := db.GetSandboxByName(ctx, "", "alpha"); err != nil || got.ID != a.ID {
 		t.Errorf("GetSandboxByName(alpha) = %v, %v, want %s", got, err, a.ID)
 	}
 
@@ -201,7 +201,7 @@ func TestSandboxes(t *testing.T) {
 		want errcode.Code
 	}{
 		{"GetSandbox unknown", func() error { _, err := db.GetSandbox(ctx, "sbx_nope"); return err }(), errcode.NotFound},
-		{"GetSandboxByName unknown", func() error { _, err := db.GetSandboxByName(ctx, "nope"); return err }(), errcode.NotFound},
+		{"GetSandboxByName unknown", func() error { _, err := db.GetSandboxByName(ctx, "", "nope"); return err }(), errcode.NotFound},
 		{"SetSandboxState unknown", db.SetSandboxState(ctx, "sbx_nope", apitype.StateFailed, "", 0), errcode.NotFound},
 	}
 	for _, tt := range tests {

@@ -8,13 +8,13 @@ import (
 	"github.com/berthdev/berth/internal/sandbox"
 )
 
-const templateColumns = `id, name, state, reason, source, base, config, size_bytes, created_at, updated_at`
+const templateColumns = `id, name, state, reason, source, base, config, size_bytes, created_at, updated_at, tenant_id`
 
 func scanTemplate(row interface{ Scan(...any) error }) (*sandbox.Template, error) {
 	var t sandbox.Template
 	var config, created, updated string
 	if err := row.Scan(&t.ID, &t.Name, &t.State, &t.Reason, &t.Source, &t.Base, &config, &t.SizeBytes,
-		&created, &updated); err != nil {
+		&created, &updated, &t.Tenant); err != nil {
 		return nil, err
 	}
 	_ = json.Unmarshal([]byte(config), &t.Config)
@@ -26,9 +26,9 @@ func scanTemplate(row interface{ Scan(...any) error }) (*sandbox.Template, error
 // "template_exists".
 func (db *DB) CreateTemplate(ctx context.Context, t *sandbox.Template) error {
 	_, err := db.w.ExecContext(ctx, `INSERT INTO templates (`+templateColumns+`)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
 		t.ID, t.Name, t.State, t.Reason, t.Source, t.Base, mustJSON(t.Config), t.SizeBytes,
-		formatTime(t.CreatedAt), formatTime(t.UpdatedAt))
+		formatTime(t.CreatedAt), formatTime(t.UpdatedAt), t.Tenant)
 	if isUnique(err) {
 		return errcode.TemplateExists.New("a template named %q exists; remove it first", t.Name)
 	}
@@ -46,6 +46,20 @@ func (db *DB) UpdateTemplate(ctx context.Context, t *sandbox.Template) error {
 func (db *DB) GetTemplate(ctx context.Context, nameOrID string) (*sandbox.Template, error) {
 	t, err := scanTemplate(db.db.QueryRowContext(ctx,
 		`SELECT `+templateColumns+` FROM templates WHERE name = $1 OR id = $1`, nameOrID))
+	return t, notFound(err, errcode.TemplateNotFound, "template", nameOrID)
+}
+
+// TemplateFor returns template nameOrID as tenant sees it: one of its own
+// or a shared one; by name its own comes first. sandbox.AnyTenant sees
+// every template, shared ones first by name.
+func (db *DB) TemplateFor(ctx context.Context, tenant, nameOrID string) (*sandbox.Template, error) {
+	row := db.db.QueryRowContext(ctx, `SELECT `+templateColumns+` FROM templates
+		WHERE (id = $1 OR name = $1) AND tenant_id IN ($2, '') ORDER BY tenant_id DESC LIMIT 1`, nameOrID, tenant)
+	if tenant == sandbox.AnyTenant {
+		row = db.db.QueryRowContext(ctx, `SELECT `+templateColumns+` FROM templates
+		WHERE id = $1 OR name = $1 ORDER BY id = $1 DESC, tenant_id, id LIMIT 1`, nameOrID)
+	}
+	t, err := scanTemplate(row)
 	return t, notFound(err, errcode.TemplateNotFound, "template", nameOrID)
 }
 

@@ -31,6 +31,7 @@ var statuses = map[errcode.Code]int{
 	errcode.DeadlineExceeded:  http.StatusGatewayTimeout,
 	errcode.Canceled:          499, // client closed request, as nginx names it
 	errcode.Internal:          http.StatusInternalServerError,
+	errcode.Unprocessable:     http.StatusUnprocessableEntity,
 }
 
 // Status returns the HTTP status for code.

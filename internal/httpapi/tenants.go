@@ -1,0 +1,202 @@
+package httpapi
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/berthdev/berth/internal/apitype"
+	"github.com/berthdev/berth/internal/errcode"
+	"github.com/berthdev/berth/internal/ident"
+	"github.com/berthdev/berth/internal/tenant"
+	"github.com/berthdev/berth/internal/wire"
+)
+
+func limitsFrom(l apitype.TenantLimits) tenant.Limits {
+	return tenant.Limits{Sandboxes: l.MaxSandboxes, RunningSandboxes: l.MaxRunningSandboxes, MemoryMB: l.MaxMemoryMB,
+		CPUs: l.MaxCPUs, DiskMB: l.MaxDiskMB, BrowserSessions: l.MaxBrowserSessions, Jobs: l.Jobs}
+}
+
+func limitsOf(l tenant.Limits) apitype.TenantLimits {
+	return apitype.TenantLimits{MaxSandboxes: l.Sandboxes, MaxRunningSandboxes: l.RunningSandboxes, MaxMemoryMB: l.MemoryMB,
+		MaxCPUs: l.CPUs, MaxDiskMB: l.DiskMB, MaxBrowserSessions: l.BrowserSessions, Jobs: l.Jobs}
+}
+
+func tenantView(t *tenant.Tenant) apitype.Tenant {
+	return apitype.Tenant{ID: t.ID, Name: t.Name, Limits: limitsOf(t.Limits), CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt}
+}
+
+// usage is what tenant t holds now, across sandboxes, browsers and jobs.
+func (s *Server) usage(r *http.Request, id string) (apitype.TenantUsage, error) {
+	u, err := s.cfg.Sandboxes.Usage(r.Context(), id)
+	if err != nil {
+		return apitype.TenantUsage{}, err
+	}
+	out := apitype.TenantUsage{Sandboxes: u.Sandboxes, RunningSandboxes: u.RunningSandboxes, MemoryMB: u.MemoryMB,
+		CPUs: u.CPUs, DiskMB: u.DiskMB}
+	if s.cfg.Browsers != nil {
+		out.BrowserSessions = s.cfg.Browsers.Count(id)
+	}
+	if s.cfg.Jobs != nil {
+		if out.Jobs, err = s.cfg.Jobs.Running(r.Context(), id); err != nil {
+			return apitype.TenantUsage{}, err
+		}
+	}
+	return out, nil
+}
+
+// tenantLimits is the daemon's source of tenant quotas: the store's.
+func (s *Server) tenantLimits(r *http.Request) tenant.Limits {
+	t, err := s.cfg.Tenants.GetTenant(r.Context(), s.tenantOf(r))
+	if err != nil {
+		return tenant.Limits{}
+	}
+	return t.Limits
+}
+
+func (s *Server) handleCreateTenant() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		req, err := wire.Decode[apitype.CreateTenantRequest](w, r)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		if err := tenant.ValidName(req.Name); err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		l := limitsFrom(req.Limits)
+		if p := l.Valid(); len(p) > 0 {
+			s.fail(w, r, errcode.InvalidFields(p))
+			return
+		}
+		if b := s.cfg.BoundTenant; b != "" && req.Name != b {
+			s.fail(w, r, errcode.TenantBound.New("this data directory serves tenant %q only (--tenant)", b))
+			return
+		}
+		now := time.Now().UTC()
+		t := &tenant.Tenant{ID: ident.New("ten_"), Name: req.Name, Limits: l, CreatedAt: now, UpdatedAt: now}
+		if err := s.cfg.Tenants.CreateTenant(r.Context(), t); err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		w.Header().Set("Location", "/v1/tenants/"+t.ID)
+		wire.Encode(w, http.StatusCreated, tenantView(t))
+	})
+}
+
+func (s *Server) handleListTenants() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		list, err := s.cfg.Tenants.ListTenants(r.Context())
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		out := apitype.TenantList{Tenants: []apitype.Tenant{}}
+		for _, t := range list {
+			out.Tenants = append(out.Tenants, tenantView(t))
+		}
+		wire.Encode(w, http.StatusOK, out)
+	})
+}
+
+// lookupTenant finds the tenant r's {id} names (ID or name); a tenant key
+// finds only its own.
+func (s *Server) lookupTenant(r *http.Request) (*tenant.Tenant, error) {
+	id := r.PathValue("id")
+	t, err := s.cfg.Tenants.GetTenant(r.Context(), id)
+	if err != nil {
+		return nil, err
+	}
+	if p := principalOf(r); !p.Admin() && t.ID != p.Tenant {
+		return nil, errcode.TenantNotFound.New("tenant %q not found", id)
+	}
+	return t, nil
+}
+
+func (s *Server) handleGetTenant() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		t, err := s.lookupTenant(r)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		u, err := s.usage(r, t.ID)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		out := tenantView(t)
+		out.Usage = &u
+		wire.Encode(w, http.StatusOK, out)
+	})
+}
+
+func (s *Server) handleSetTenant() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		req, err := wire.Decode[apitype.SetTenantRequest](w, r)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		t, err := s.lookupTenant(r)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		l := limitsOf(t.Limits)
+		set := func(dst *int, v *int) {
+			if v != nil {
+				*dst = *v
+			}
+		}
+		set(&l.MaxSandboxes, req.MaxSandboxes)
+		set(&l.MaxRunningSandboxes, req.MaxRunningSandboxes)
+		set(&l.MaxBrowserSessions, req.MaxBrowserSessions)
+		set(&l.Jobs, req.Jobs)
+		if req.MaxMemoryMB != nil {
+			l.MaxMemoryMB = *req.MaxMemoryMB
+		}
+		if req.MaxDiskMB != nil {
+			l.MaxDiskMB = *req.MaxDiskMB
+		}
+		if req.MaxCPUs != nil {
+			l.MaxCPUs = *req.MaxCPUs
+		}
+		nl := limitsFrom(l)
+		if p := nl.Valid(); len(p) > 0 {
+			s.fail(w, r, errcode.InvalidFields(p))
+			return
+		}
+		if err := s.cfg.Tenants.SetTenantLimits(r.Context(), t.ID, nl); err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		t.Limits, t.UpdatedAt = nl, time.Now().UTC()
+		wire.Encode(w, http.StatusOK, tenantView(t))
+	})
+}
+
+func (s *Server) handleDeleteTenant() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		t, err := s.lookupTenant(r)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		if t.ID == tenant.DefaultID || t.ID == s.cfg.DefaultTenant {
+			s.fail(w, r, errcode.TenantDefault.New("tenant %q is where admin keys create; it cannot be removed", t.Name))
+			return
+		}
+		if s.cfg.Browsers != nil && s.cfg.Browsers.Count(t.ID) > 0 {
+			s.fail(w, r, errcode.TenantNotEmpty.New("tenant %q has browser sessions open; close them first", t.Name))
+			return
+		}
+		revoked, err := s.cfg.Tenants.DeleteTenant(r.Context(), t.ID)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		s.cfg.Keys.Revoked(revoked...)
+		w.WriteHeader(http.StatusNoContent)
+	})
+}
