@@ -29,9 +29,10 @@ import (
 
 // Client calls one Berth daemon. It is safe for concurrent use.
 type Client struct {
-	base  string
-	token string
-	hc    *http.Client
+	base   string
+	token  string
+	hc     *http.Client
+	header http.Header
 }
 
 // Option configures a Client.
@@ -39,6 +40,24 @@ type Option func(*Client)
 
 // WithHTTPClient uses hc for requests.
 func WithHTTPClient(hc *http.Client) Option { return func(c *Client) { c.hc = hc } }
+
+// WithUser names the end user every request acts for (the Berth-User
+// header): jobs count capacity per user with it.
+func WithUser(user string) Option {
+	return func(c *Client) {
+		if c.header == nil {
+			c.header = http.Header{}
+		}
+		c.header.Set("Berth-User", user)
+	}
+}
+
+// WithIdempotencyKey returns ctx under which a create (sandbox, browser
+// session, template, key, job, tenant) carries Idempotency-Key key: a
+// retry with the same key returns the first answer and makes nothing new.
+func WithIdempotencyKey(ctx context.Context, key string) context.Context {
+	return wire.WithHeader(ctx, "Idempotency-Key", key)
+}
 
 // New returns a client for the daemon at baseURL, authenticating with
 // token.
@@ -65,7 +84,9 @@ func (c *Client) doJSON(ctx context.Context, method, path string, q url.Values, 
 	return c.caller().DoJSON(ctx, method, path, q, in, out)
 }
 
-func (c *Client) caller() *wire.Caller { return &wire.Caller{HTTP: c.hc, Base: c.base, Token: c.token} }
+func (c *Client) caller() *wire.Caller {
+	return &wire.Caller{HTTP: c.hc, Base: c.base, Token: c.token, Header: c.header}
+}
 
 func sbPath(id string, rest ...string) string {
 	p := "/v1/sandboxes/" + url.PathEscape(id)
@@ -94,11 +115,24 @@ func (c *Client) CreateSandbox(ctx context.Context, req apitype.CreateSandboxReq
 	return out, err
 }
 
-// ListSandboxes lists sandboxes.
+// ListSandboxes lists the sandboxes the key sees (its tenant's; an admin
+// key's: all).
 func (c *Client) ListSandboxes(ctx context.Context) ([]apitype.Sandbox, error) {
 	var out apitype.SandboxList
 	err := c.doJSON(ctx, http.MethodGet, "/v1/sandboxes", nil, nil, &out)
 	return out.Sandboxes, err
+}
+
+// ListSandboxesPage lists at most limit sandboxes after cursor ("" for the
+// first page); the answer's NextCursor fetches the next.
+func (c *Client) ListSandboxesPage(ctx context.Context, limit int, cursor string) (apitype.SandboxList, error) {
+	q := url.Values{"limit": {strconv.Itoa(limit)}}
+	if cursor != "" {
+		q.Set("cursor", cursor)
+	}
+	var out apitype.SandboxList
+	err := c.doJSON(ctx, http.MethodGet, "/v1/sandboxes", q, nil, &out)
+	return out, err
 }
 
 // GetSandbox returns one sandbox.

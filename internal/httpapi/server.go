@@ -74,6 +74,9 @@ type Config struct {
 	// Idempotency-Key; either nil turns the header off.
 	Idempotency IdempotencyStore
 	Sealer      Sealer
+	// RateLimits bound requests per source and per key; nil takes
+	// DefaultRateLimits.
+	RateLimits *RateLimits
 }
 
 // Server serves the API.
@@ -81,6 +84,7 @@ type Server struct {
 	cfg            Config
 	sandboxTenants tenantCache
 	audit          *auditor
+	limits         *limiters
 	log            *slog.Logger
 	mux            *http.ServeMux
 	reg            *prometheus.Registry
@@ -136,6 +140,11 @@ func New(cfg Config) *Server {
 			}))
 		}
 	}
+	rl := DefaultRateLimits
+	if cfg.RateLimits != nil {
+		rl = *cfg.RateLimits
+	}
+	s.limits = newLimiters(rl)
 	if cfg.Audit != nil {
 		s.audit = newAuditor(cfg.Audit, s)
 		s.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
@@ -146,7 +155,8 @@ func New(cfg Config) *Server {
 		_, path, _ := cutSpace(r.pattern)
 		h := s.guard(ownerOf(path), r.handler)
 		if r.access != public {
-			h = s.authenticate(r.access, s.audited(r.pattern, s.idempotent(r.pattern, h)))
+			h = s.authenticate(r.access, s.throttleKey(r.pattern, s.audited(r.pattern, s.idempotent(r.pattern, h))))
+			h = s.throttleSource(h)
 		}
 		s.mux.Handle(r.pattern, s.instrument(r.pattern, h))
 	}
@@ -309,6 +319,9 @@ func (s *Server) authenticate(need access, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, err := s.cfg.Keys.Authenticate(r.Context(), r.Header.Get("Authorization"))
 		if err != nil {
+			if errcode.Is(err, errcode.Unauthenticated) {
+				s.authFailed(r)
+			}
 			w.Header().Set("WWW-Authenticate", `Bearer realm="berth"`)
 			s.fail(w, r, err)
 			return

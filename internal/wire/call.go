@@ -20,6 +20,21 @@ type Caller struct {
 	// Unreachable, when set, is the error a caller sees when the server
 	// could not be reached at all (the context's own error wins).
 	Unreachable func(error) error
+	// Header holds more headers every request carries.
+	Header http.Header
+}
+
+type headerKey struct{}
+
+// WithHeader returns ctx carrying header name: value for the requests a
+// Caller sends under it (an Idempotency-Key for one create, say).
+func WithHeader(ctx context.Context, name, value string) context.Context {
+	h := http.Header{}
+	if prev, ok := ctx.Value(headerKey{}).(http.Header); ok {
+		h = prev.Clone()
+	}
+	h.Set(name, value)
+	return context.WithValue(ctx, headerKey{}, h)
 }
 
 // Do sends a request and returns the response if its status is below 400,
@@ -35,6 +50,14 @@ func (c *Caller) Do(ctx context.Context, method, path string, q url.Values, body
 	}
 	if c.Token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.Token)
+	}
+	for k, vs := range c.Header {
+		req.Header[k] = vs
+	}
+	if h, ok := ctx.Value(headerKey{}).(http.Header); ok {
+		for k, vs := range h {
+			req.Header[k] = vs
+		}
 	}
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)

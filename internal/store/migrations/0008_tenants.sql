@@ -76,8 +76,9 @@ ALTER TABLE templates_new RENAME TO templates;
 
 -- Jobs counted "tenant" as the key; every job is the default tenant's now.
 -- Business IDs are unique per tenant: where two keys used the same one,
--- each keeps it under its key's ID.
-UPDATE jobs SET business_key = owner || '/' || business_key
+-- each keeps it under its key's ID (business_key is business_id or NULL,
+-- as ChangeJob keeps it).
+UPDATE jobs SET business_id = owner || '/' || business_id, business_key = owner || '/' || business_key
     WHERE business_key IN (SELECT business_key FROM jobs WHERE business_key IS NOT NULL
                            GROUP BY business_key HAVING COUNT(DISTINCT owner) > 1);
 UPDATE jobs SET tenant = 'ten_default';

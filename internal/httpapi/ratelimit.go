@@ -1,0 +1,113 @@
+package httpapi
+
+import (
+	"math"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"time"
+
+	"github.com/berthdev/berth/internal/errcode"
+	"github.com/berthdev/berth/internal/ratelimit"
+)
+
+// Rate limits. Token buckets per source address (every request, before
+// its key is read), per key, and stricter per key on creates; a source
+// that sends bad keys is throttled (auth_throttled) before its keys are
+// even checked, while other sources go on. Beyond a bucket the answer is
+// 429 with Retry-After. The source is the peer's address, or for a peer
+// in TrustedProxies the nearest untrusted address in X-Forwarded-For.
+
+// RateLimits configures the limits; a zero Rate is no limit.
+type RateLimits struct {
+	PerSource    ratelimit.Rate
+	PerKey       ratelimit.Rate
+	CreatesKey   ratelimit.Rate
+	AuthFailures ratelimit.Rate // failed authentications per source
+	// TrustedProxies are the only peers whose X-Forwarded-For counts.
+	TrustedProxies []netip.Prefix
+}
+
+// DefaultRateLimits are generous for one machine's clients and still end
+// floods and key guessing.
+var DefaultRateLimits = RateLimits{
+	PerSource:    ratelimit.Rate{PerSecond: 1000, Burst: 2000},
+	PerKey:       ratelimit.Rate{PerSecond: 200, Burst: 400},
+	CreatesKey:   ratelimit.Rate{PerSecond: 20, Burst: 40},
+	AuthFailures: ratelimit.Rate{PerSecond: 20.0 / 60, Burst: 20},
+}
+
+const rateLimitKeys = 1 << 16
+
+type limiters struct {
+	cfg                  RateLimits
+	source, key, creates *ratelimit.Limiter
+	authFailures         *ratelimit.Failures
+}
+
+func newLimiters(cfg RateLimits) *limiters {
+	return &limiters{cfg: cfg,
+		source:       ratelimit.New(cfg.PerSource, rateLimitKeys),
+		key:          ratelimit.New(cfg.PerKey, rateLimitKeys),
+		creates:      ratelimit.New(cfg.CreatesKey, rateLimitKeys),
+		authFailures: ratelimit.NewFailures(cfg.AuthFailures, rateLimitKeys),
+	}
+}
+
+// sourceOf is the address r comes from, as a bucket's key. An IPv6
+// client is keyed by its /64, which one host usually owns whole.
+func (l *limiters) sourceOf(r *http.Request) string {
+	a := ratelimit.ClientAddr(r.RemoteAddr, r.Header.Values("X-Forwarded-For"), l.cfg.TrustedProxies)
+	if a.Is6() {
+		p, _ := a.Prefix(64)
+		return p.String()
+	}
+	return a.String()
+}
+
+func retryAfter(w http.ResponseWriter, d time.Duration) string {
+	secs := int(math.Ceil(d.Seconds()))
+	secs = max(secs, 1)
+	w.Header().Set("Retry-After", strconv.Itoa(secs))
+	return strconv.Itoa(secs)
+}
+
+// throttleSource limits requests per source and refuses a source that has
+// failed authentication too often, before its key is checked.
+func (s *Server) throttleSource(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		src := s.limits.sourceOf(r)
+		if blocked, wait := s.limits.authFailures.Blocked(src); blocked && r.Header.Get("Authorization") != "" {
+			s.fail(w, r, errcode.AuthThrottled.New("too many failed authentications from this address; retry in %ss", retryAfter(w, wait)))
+			return
+		}
+		if ok, wait := s.limits.source.Allow(src); !ok {
+			s.fail(w, r, errcode.RateLimited.New("this address's rate limit is reached; retry in %ss", retryAfter(w, wait)))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// authFailed counts a failed authentication against r's source.
+func (s *Server) authFailed(r *http.Request) { s.limits.authFailures.Failed(s.limits.sourceOf(r)) }
+
+// throttleKey limits an authenticated request per key, creates more
+// strictly.
+func (s *Server) throttleKey(pattern string, next http.Handler) http.Handler {
+	create := idempotentRoutes[pattern] || pattern == "POST /v1/convert/{action}" || pattern == "POST /v1/sandboxes/{id}/commands"
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		key := principalOf(r).KeyID
+		if ok, wait := s.limits.key.Allow(key); !ok {
+			s.fail(w, r, errcode.RateLimited.New("this key's rate limit is reached; retry in %ss", retryAfter(w, wait)))
+			return
+		}
+		if create {
+			if ok, wait := s.limits.creates.Allow(key); !ok {
+				s.fail(w, r, errcode.RateLimited.New("this key's rate limit on creates is reached; retry in %ss", retryAfter(w, wait)))
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
