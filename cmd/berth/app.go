@@ -25,7 +25,7 @@ type app struct {
 	stdout, stderr io.Writer
 	exitCode       int
 
-	url, token, data string
+	url, token, data, user string
 }
 
 func newApp(getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) *app {
@@ -86,6 +86,7 @@ func (a *app) rootCommand() *cobra.Command {
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.url, "url", "", "daemon URL (env BERTH_URL; default from --data's daemon.json, else http://127.0.0.1:7070)")
 	pf.StringVar(&a.token, "token", "", "API key (env BERTH_TOKEN; default --data's admin.key)")
+	pf.StringVar(&a.user, "user", "", "end user the call acts for, sent as Berth-User (env BERTH_USER; jobs count capacity per user)")
 	pf.StringVar(&a.data, "data", "", "local data directory to read the admin key and address from (env BERTH_DATA; default ./.berth)")
 	root.AddCommand(
 		a.serveCommand(),
@@ -101,6 +102,8 @@ func (a *app) rootCommand() *cobra.Command {
 		a.actionsCommand(),
 		a.fsCommand(),
 		a.keysCommand(),
+		a.tenantCommand(),
+		a.auditCommand(),
 		a.backupCommand(),
 		a.restoreCommand(),
 		a.quarantineCommand(),
@@ -199,7 +202,11 @@ func (a *app) client() (*client.Client, error) {
 		}
 		token = strings.TrimSpace(string(b))
 	}
-	return client.New(url, token), nil
+	var opts []client.Option
+	if user := firstNonEmpty(a.user, a.getenv("BERTH_USER")); user != "" {
+		opts = append(opts, client.WithUser(user))
+	}
+	return client.New(url, token, opts...), nil
 }
 
 func firstNonEmpty(ss ...string) string {

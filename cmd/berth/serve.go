@@ -20,7 +20,9 @@ import (
 	"github.com/berthdev/berth/internal/agent"
 	"github.com/berthdev/berth/internal/browser"
 	"github.com/berthdev/berth/internal/daemon"
+	"github.com/berthdev/berth/internal/httpapi"
 	"github.com/berthdev/berth/internal/jobs"
+	"github.com/berthdev/berth/internal/ratelimit"
 	"github.com/berthdev/berth/internal/sandbox"
 )
 
@@ -45,6 +47,10 @@ func (a *app) serveCommand() *cobra.Command {
 		jobCap                                = jobs.DefaultCapacity
 		egress                                daemon.EgressConfig
 		egressOn                              bool
+		tenantMode                            bool
+		boundTenant                           string
+		rates                                 = httpapi.DefaultRateLimits
+		trustedProxies                        []string
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -90,6 +96,11 @@ sandboxes keep running and are re-adopted by the next start.`,
 				profiles[name] = jobs.DefaultProfile(name).WithMemory(mb)
 			}
 			egress.Disabled = !egressOn
+			proxies, err := ratelimit.ParseTrusted(trustedProxies)
+			if err != nil {
+				return usageError{fmt.Errorf("--trusted-proxy: %w", err)}
+			}
+			rates.TrustedProxies = proxies
 			if jobReuse < 1 || jobReuse > 1000 {
 				return usageError{fmt.Errorf("--job-runtime-reuse must be 1-1000")}
 			}
@@ -107,6 +118,7 @@ sandboxes keep running and are re-adopted by the next start.`,
 				JobsRuntime: jobsRuntime, NoJobWorkers: !jobWorkers, JobCapacity: jobCap, JobPools: jp, JobProfiles: profiles,
 				ActionsDir: actionsDir, JobChromium: chromium, Soffice: soffice, JobReuse: jobReuse,
 				JobRetention: jobRetention, AllowEmptyDatabase: allowEmptyDatabase, Egress: egress,
+				TenantMode: tenantMode, Tenant: boundTenant, RateLimits: &rates,
 				Ready: func(addr string) {
 					if logFormat == "text" {
 						a.printNextSteps(addr)
@@ -137,7 +149,7 @@ sandboxes keep running and are re-adopted by the next start.`,
 	f.StringArrayVar(&jobPools, "job-pool", nil, "keep N fresh job runtimes of PROFILE started, as PROFILE=N (defaults browser=2, office=1)")
 	f.IntVar(&jobCap.Global, "jobs-max", jobCap.Global, "most jobs starting or running at once")
 	f.IntVar(&jobCap.Tenant, "jobs-max-per-tenant", jobCap.Tenant, "most jobs starting or running at once per tenant")
-	f.IntVar(&jobCap.User, "jobs-max-per-user", jobCap.User, "most jobs starting or running at once per user (API key)")
+	f.IntVar(&jobCap.User, "jobs-max-per-user", jobCap.User, "most jobs starting or running at once per user (Berth-User, else the API key)")
 	f.IntVar(&jobReuse, "job-runtime-reuse", 1,
 		"jobs one job runtime serves, one tenant's only, each in a fresh browser context (1: a fresh sandbox per job)")
 	f.DurationVar(&jobRetention, "job-retention", jobs.DefaultRetention, "how long finished jobs, their events and files are kept")
@@ -154,6 +166,14 @@ sandboxes keep running and are re-adopted by the next start.`,
 	f.StringVar(&egress.CAFile, "egress-ca-file", "", "more roots (PEM) to verify servers of hosts with secrets against")
 	f.IntVar(&egress.MaxConnsPerSandbox, "egress-max-conns", 512, "most open outbound connections per sandbox")
 	f.IntVar(&egress.MaxConns, "egress-max-conns-total", 16384, "most open outbound connections of all sandboxes")
+	f.BoolVar(&tenantMode, "tenant-mode", false,
+		"serve tenants safely: refuse the process runtime and browser sessions that run on this host")
+	f.StringVar(&boundTenant, "tenant", "", "bind the data directory to this tenant (made on first start); a directory bound to another refuses to start")
+	f.Var(&rates.PerSource, "rate-source", "requests per client address, as N/s, N/m or N/h[:burst] (off: no limit)")
+	f.Var(&rates.PerKey, "rate-key", "requests per API key")
+	f.Var(&rates.CreatesKey, "rate-creates", "creates (sandboxes, commands, sessions, jobs, keys...) per API key")
+	f.Var(&rates.AuthFailures, "rate-auth-failures", "failed authentications per client address before it is refused for a while")
+	f.StringSliceVar(&trustedProxies, "trusted-proxy", nil, "IPs or CIDRs of proxies in front whose X-Forwarded-For names the client (none by default)")
 	f.StringVar(&logFormat, "log-format", "text", "log format: text or json")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	f.IntVar(&maxSandboxes, "max-sandboxes", sandbox.DefaultMaxSandboxes, "most sandboxes at once")

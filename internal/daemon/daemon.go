@@ -87,7 +87,9 @@ type Config struct {
 	// Tenant binds the data directory to one tenant (made on first start);
 	// a directory bound to another refuses to start.
 	Tenant string
-	Logger *slog.Logger
+	// RateLimits bound requests per source and key (nil: the defaults).
+	RateLimits *httpapi.RateLimits
+	Logger     *slog.Logger
 	// Ready, if set, is called with the listening address once the daemon
 	// serves.
 	Ready func(addr string)
@@ -288,7 +290,7 @@ func Run(ctx context.Context, cfg Config) error {
 		PreviewDomain: strings.ToLower(strings.Trim(cfg.PreviewDomain, ".")), PreviewSecret: previewSecret,
 		Collectors: network.Collectors(),
 		Tenants:    db, DefaultTenant: defaultTenant, BoundTenant: cfg.Tenant, TenantMode: cfg.TenantMode,
-		Audit: db, Idempotency: db, Sealer: sealer,
+		Audit: db, Idempotency: db, Sealer: sealer, RateLimits: cfg.RateLimits,
 	})
 	defer api.Close()
 	revocations, stopRevocations := context.WithCancel(context.Background())
