@@ -384,3 +384,9 @@ func IsCode(err error, code errcode.Code) bool {
 	var e *errcode.Error
 	return errors.As(err, &e) && e.Code == code
 }
+
+// IsReason reports whether err is an API error with reason.
+func IsReason(err error, reason string) bool {
+	var e *errcode.Error
+	return errors.As(err, &e) && e.Reason == reason
+}

@@ -294,10 +294,12 @@ func TestAuthExecutionScope(t *testing.T) {
 
 	var adminOnly int
 	for _, rt := range routeTable(t) {
-		// Keys, and changes to templates (which every sandbox may use).
-		want := strings.HasPrefix(rt.Path, "/v1/keys") || (strings.HasPrefix(rt.Path, "/v1/templates") && rt.Method != http.MethodGet)
+		// Keys, tenants (a tenant's key may read its own), image imports
+		// (shared templates) and the daemon's metrics.
+		want := strings.HasPrefix(rt.Path, "/v1/keys") || rt.Path == "/v1/templates/import" || rt.Path == "/metrics" ||
+			(strings.HasPrefix(rt.Path, "/v1/tenants") && !(rt.Method == http.MethodGet && rt.Path == "/v1/tenants/{id}"))
 		if rt.AdminOnly != want {
-			t.Errorf("route %s %s: admin-only %v, want %v (the key routes and template changes)", rt.Method, rt.Path, rt.AdminOnly, want)
+			t.Errorf("route %s %s: admin-only %v, want %v (keys, tenants, imports, metrics)", rt.Method, rt.Path, rt.AdminOnly, want)
 		}
 		if !rt.AdminOnly {
 			if rt.Public {
@@ -314,7 +316,7 @@ func TestAuthExecutionScope(t *testing.T) {
 		path := fillPath(t, rt, "", "")
 		what := fmt.Sprintf("%s %s (execution key)", rt.Method, path)
 		r := sendProbe(t, d, httpProbe{method: rt.Method, path: path, auth: bearerAuth(execKey.Secret), body: `{"name":"escalate","scope":"admin"}`})
-		r.wantError(t, what, http.StatusForbidden, errcode.PermissionDenied, "")
+		r.wantError(t, what, http.StatusForbidden, errcode.PermissionDenied, "scope_insufficient")
 		// Positive control: the admin key passes.
 		if r := sendProbe(t, d, httpProbe{method: rt.Method, path: path, auth: bearerAuth(d.Token), body: probeBody(rt)}); r.status == http.StatusUnauthorized || r.status == http.StatusForbidden {
 			t.Errorf("%s %s (admin key) = %d %s, want past authorization", rt.Method, path, r.status, r.body)

@@ -924,7 +924,10 @@ func TestJobRuntimeReuse(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	d := testenv.StartDaemon(t, func(c *daemon.Config) { c.JobReuse = 2 })
-	key, err := d.Client.CreateKey(ctx, apitype.CreateKeyRequest{Name: "other", Scope: "execution"})
+	if _, err := d.Client.CreateTenant(ctx, apitype.CreateTenantRequest{Name: "other"}); err != nil {
+		t.Fatal(err)
+	}
+	key, err := d.Client.CreateKey(ctx, apitype.CreateKeyRequest{Name: "other", Scope: "execution", Tenant: "other"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -103,7 +103,7 @@ func TestAPIErrors(t *testing.T) {
 	}{
 		{"no key", "", "GET", "/v1/sandboxes", "", 401, "", ""},
 		{"bad key", "brk_nope", "GET", "/v1/sandboxes", "", 401, "", ""},
-		{"execution key on an admin route", a.exe, "GET", "/v1/keys", "", 403, "", ""},
+		{"execution key on an admin route", a.exe, "GET", "/v1/keys", "", 403, "scope_insufficient", ""},
 		{"unknown route", a.exe, "GET", "/v1/nothing", "", 404, "route_not_found", ""},
 		{"wrong method", a.exe, "PATCH", "/v1/sandboxes", "", 405, "method_not_allowed", ""},
 		{"unknown field", a.exe, "POST", "/v1/sandboxes", `{"nmae": "x"}`, 400, "body_invalid", "nmae"},

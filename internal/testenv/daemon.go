@@ -16,6 +16,7 @@ import (
 
 	"github.com/berthdev/berth/client"
 	"github.com/berthdev/berth/internal/daemon"
+	"github.com/berthdev/berth/internal/httpapi"
 )
 
 // Daemon is a Berth daemon started for a test.
@@ -47,6 +48,11 @@ func StartDaemon(t testing.TB, tweak func(*daemon.Config)) *Daemon {
 		// No warm job runtimes unless a test asks: they are containers
 		// with Chromium or LibreOffice up.
 		JobPools: map[string]int{"browser": 0, "office": 0},
+		// No rate limits unless a test sets them: tests that check other
+		// things send requests faster than any client would, and a
+		// failed-authentication test would throttle the rest of its
+		// daemon. The limits' own tests set them.
+		RateLimits: &httpapi.RateLimits{},
 	}
 	if os.Getenv("BERTH_TEST_LOG") != "" {
 		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
