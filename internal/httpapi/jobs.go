@@ -147,7 +147,7 @@ func (s *Server) handleListJobs() http.Handler {
 			return
 		}
 		q := r.URL.Query()
-		f := jobs.Filter{State: q.Get("state"), Action: q.Get("action")}
+		f := jobs.Filter{State: q.Get("state"), Action: q.Get("action"), Limit: 100}
 		if l := q.Get("limit"); l != "" {
 			n, err := strconv.Atoi(l)
 			if err != nil || n < 1 || n > 1000 {
@@ -156,13 +156,26 @@ func (s *Server) handleListJobs() http.Handler {
 			}
 			f.Limit = n
 		}
+		before, err := s.readPosition(r, "jobs")
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		f.Before, f.BeforeAt = before.ID, before.At
+		limit := f.Limit
+		f.Limit++ // one more says whether there is a next page
 		list, err := s.cfg.Jobs.List(r.Context(), s.jobPrincipal(r), f)
 		if err != nil {
 			s.fail(w, r, err)
 			return
 		}
 		out := apitype.Jobs{Jobs: []apitype.Job{}}
-		for _, j := range list {
+		for i, j := range list {
+			if i == limit {
+				last := list[limit-1]
+				out.NextCursor = s.cursor(r, "jobs", position{last.CreatedAt, last.ID}.String())
+				break
+			}
 			out.Jobs = append(out.Jobs, j.View())
 		}
 		wire.Encode(w, http.StatusOK, out)

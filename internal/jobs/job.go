@@ -84,6 +84,10 @@ type Filter struct {
 	State  string
 	Action string
 	Limit  int
+	// Before, when set, lists only jobs older than (BeforeAt, Before) in
+	// the newest-first order: the next page.
+	Before   string
+	BeforeAt time.Time
 }
 
 // Blob is a stored file's record.

@@ -483,6 +483,12 @@ func (s *Service) Submit(ctx context.Context, who Principal, req apitype.CreateJ
 	if req.BusinessID != "" && (len(req.BusinessID) > 200 || strings.ContainsAny(req.BusinessID, "\x00\n\r")) {
 		problems["business_id"] = "at most 200 bytes, no control characters"
 	}
+	if req.User != "" {
+		who.User = req.User
+	}
+	if len(who.User) > 200 || strings.ContainsAny(who.User, "\x00\n\r") {
+		problems["user"] = "at most 200 bytes, no control characters"
+	}
 	// Options: the bundle's defaults, overridden by the request's.
 	opts, err := mergeOptions(a.options, req.Options)
 	if err != nil {

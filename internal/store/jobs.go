@@ -122,8 +122,13 @@ func (db *DB) ListJobs(ctx context.Context, f jobs.Filter) ([]*jobs.Job, error) 
 	if f.Action != "" {
 		add("action = ?", f.Action)
 	}
+	if f.Before != "" {
+		args = append(args, formatTime(f.BeforeAt), f.Before)
+		at, id := "$"+itoa(len(args)-1), "$"+itoa(len(args))
+		q += " AND (created_at < " + at + " OR (created_at = " + at + " AND id < " + id + "))"
+	}
 	limit := f.Limit
-	if limit <= 0 || limit > 1000 {
+	if limit <= 0 || limit > 1001 {
 		limit = 100
 	}
 	q += " ORDER BY created_at DESC, id DESC LIMIT " + itoa(limit)
