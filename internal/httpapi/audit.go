@@ -11,7 +11,7 @@ import (
 	"github.com/berthdev/berth/internal/apitype"
 	"github.com/berthdev/berth/internal/errcode"
 	"github.com/berthdev/berth/internal/sandbox"
-	"github.com/berthdev/berth/internal/store"
+	"github.com/berthdev/berth/internal/tenant"
 	"github.com/berthdev/berth/internal/wire"
 )
 
@@ -25,8 +25,8 @@ import (
 
 // AuditStore keeps the audit log (the store's).
 type AuditStore interface {
-	InsertAudit(ctx context.Context, e *store.AuditEntry, keep int) error
-	ListAudit(ctx context.Context, tenant string, before store.AuditPosition, limit int) ([]*store.AuditEntry, error)
+	InsertAudit(ctx context.Context, e *tenant.AuditEntry, keep int) error
+	ListAudit(ctx context.Context, tenant string, before tenant.AuditPosition, limit int) ([]*tenant.AuditEntry, error)
 }
 
 // AuditKeep is how many entries each tenant's log keeps.
@@ -36,14 +36,14 @@ const auditQueue = 4096
 
 type auditor struct {
 	store   AuditStore
-	ch      chan *store.AuditEntry
+	ch      chan *tenant.AuditEntry
 	dropped atomic.Int64
 	done    chan struct{}
 	once    sync.Once
 }
 
 func newAuditor(st AuditStore, s *Server) *auditor {
-	a := &auditor{store: st, ch: make(chan *store.AuditEntry, auditQueue), done: make(chan struct{})}
+	a := &auditor{store: st, ch: make(chan *tenant.AuditEntry, auditQueue), done: make(chan struct{})}
 	go func() {
 		defer close(a.done)
 		for e := range a.ch {
@@ -57,7 +57,7 @@ func newAuditor(st AuditStore, s *Server) *auditor {
 	return a
 }
 
-func (a *auditor) add(e *store.AuditEntry) {
+func (a *auditor) add(e *tenant.AuditEntry) {
 	select {
 	case a.ch <- e:
 	default:
@@ -108,7 +108,7 @@ func (s *Server) audited(pattern string, next http.Handler) http.Handler {
 		if loc := sw.Header().Get("Location"); resource == "" && loc != "" {
 			resource = path.Base(loc)
 		}
-		s.audit.add(&store.AuditEntry{Tenant: p.Tenant, At: time.Now().UTC(), KeyID: p.KeyID, KeyName: p.Name,
+		s.audit.add(&tenant.AuditEntry{Tenant: p.Tenant, At: time.Now().UTC(), KeyID: p.KeyID, KeyName: p.Name,
 			Method: r.Method, Route: pattern, Resource: resource, Status: max(sw.status, http.StatusOK),
 			Reason: note.reason, RequestID: requestID(r)})
 	})
@@ -152,7 +152,7 @@ func (s *Server) handleAudit() http.Handler {
 				}
 			}
 		}
-		list, err := s.audit.store.ListAudit(r.Context(), scope, store.AuditPosition(before), limit+1)
+		list, err := s.audit.store.ListAudit(r.Context(), scope, tenant.AuditPosition(before), limit+1)
 		if err != nil {
 			s.fail(w, r, err)
 			return

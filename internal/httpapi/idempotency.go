@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/berthdev/berth/internal/errcode"
-	"github.com/berthdev/berth/internal/store"
+	"github.com/berthdev/berth/internal/tenant"
 )
 
 // Safe retries. A create that carries an Idempotency-Key header runs once
@@ -26,7 +26,7 @@ import (
 
 // IdempotencyStore keeps first answers (the store's).
 type IdempotencyStore interface {
-	BeginIdempotent(ctx context.Context, tenant, key, route, requestSHA256 string, ttl time.Duration) (*store.IdempotencyRecord, error)
+	BeginIdempotent(ctx context.Context, tenant, key, route, requestSHA256 string, ttl time.Duration) (*tenant.IdempotencyRecord, error)
 	FinishIdempotent(ctx context.Context, tenant, key string, status int, body []byte) error
 	AbandonIdempotent(ctx context.Context, tenant, key string) error
 }
@@ -141,7 +141,7 @@ func (s *Server) idempotent(pattern string, next http.Handler) http.Handler {
 
 func idempotencyContext(tenant, key string) string { return "idempotency\x00" + tenant + "\x00" + key }
 
-func (s *Server) replay(w http.ResponseWriter, r *http.Request, rec *store.IdempotencyRecord, pattern, digest string) {
+func (s *Server) replay(w http.ResponseWriter, r *http.Request, rec *tenant.IdempotencyRecord, pattern, digest string) {
 	switch {
 	case rec.Route != pattern || rec.RequestSHA256 != digest:
 		s.fail(w, r, errcode.IdempotencyKeyReused.New(

@@ -4,33 +4,16 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"time"
 
 	"github.com/berthdev/berth/internal/ident"
+
+	"github.com/berthdev/berth/internal/tenant"
 )
-
-// AuditEntry is one mutating call, as the audit log keeps it: never a body
-// or a secret.
-type AuditEntry struct {
-	ID, Tenant                              string
-	At                                      time.Time
-	KeyID, KeyName, Method, Route, Resource string
-	Status                                  int
-	Reason, RequestID                       string
-}
-
-// AuditPosition is a place in a newest-first listing of the audit log: the
-// (At, ID) of the last entry of the previous page. The zero value is
-// before the newest entry.
-type AuditPosition struct {
-	At time.Time
-	ID string
-}
 
 // InsertAudit appends an entry (giving it an ID if it has none) and keeps
 // at most keep entries of its tenant, deleting the oldest beyond that;
 // keep <= 0 keeps them all.
-func (db *DB) InsertAudit(ctx context.Context, e *AuditEntry, keep int) error {
+func (db *DB) InsertAudit(ctx context.Context, e *tenant.AuditEntry, keep int) error {
 	if e.ID == "" {
 		e.ID = ident.New("aud_")
 	}
@@ -67,15 +50,15 @@ const auditColumns = `id, tenant_id, at, key_id, key_name, method, route, resour
 // ListAudit lists tenant's entries ("*": every tenant's), newest first, at
 // most limit (1000 at most; 100 if limit <= 0), strictly older than before
 // (its zero value: from the newest).
-func (db *DB) ListAudit(ctx context.Context, tenant string, before AuditPosition, limit int) ([]*AuditEntry, error) {
+func (db *DB) ListAudit(ctx context.Context, tenantID string, before tenant.AuditPosition, limit int) ([]*tenant.AuditEntry, error) {
 	if limit <= 0 {
 		limit = 100
 	}
 	limit = min(limit, 1000)
 	q := `SELECT ` + auditColumns + ` FROM audit_log WHERE 1 = 1`
 	var args []any
-	if tenant != "*" {
-		args = append(args, tenant)
+	if tenantID != "*" {
+		args = append(args, tenantID)
 		q += ` AND tenant_id = $1`
 	}
 	if !before.At.IsZero() || before.ID != "" {
@@ -90,9 +73,9 @@ func (db *DB) ListAudit(ctx context.Context, tenant string, before AuditPosition
 		return nil, fmt.Errorf("listing audit entries: %w", err)
 	}
 	defer rows.Close()
-	var out []*AuditEntry
+	var out []*tenant.AuditEntry
 	for rows.Next() {
-		var e AuditEntry
+		var e tenant.AuditEntry
 		var at string
 		if err := rows.Scan(&e.ID, &e.Tenant, &at, &e.KeyID, &e.KeyName, &e.Method, &e.Route, &e.Resource,
 			&e.Status, &e.Reason, &e.RequestID); err != nil {

@@ -6,18 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"time"
-)
 
-// IdempotencyRecord is a stored first answer.
-type IdempotencyRecord struct {
-	Tenant, Key, Route, RequestSHA256 string
-	// Status is the answer's HTTP status; 0 while the request that claimed
-	// the key is still running.
-	Status int
-	// Body is the answer's body as the caller stored it (sealed).
-	Body                 []byte
-	CreatedAt, ExpiresAt time.Time
-}
+	"github.com/berthdev/berth/internal/tenant"
+)
 
 // BeginIdempotent claims (tenant, key) for a request. It returns (nil, nil)
 // when the claim is new (the caller runs the request and then calls
@@ -25,13 +16,13 @@ type IdempotencyRecord struct {
 // with that key is still running). An expired record is replaced as if
 // absent. Of concurrent claims of one key exactly one wins: the primary key
 // decides, not a read before the write.
-func (db *DB) BeginIdempotent(ctx context.Context, tenant, key, route, requestSHA256 string, ttl time.Duration) (*IdempotencyRecord, error) {
+func (db *DB) BeginIdempotent(ctx context.Context, tenantID, key, route, requestSHA256 string, ttl time.Duration) (*tenant.IdempotencyRecord, error) {
 	created := time.Now()
 	// A claim whose record vanishes before it is read (abandoned by its
 	// owner in between; only on Postgres, where the transaction does not
 	// hold the write lock) is tried again.
 	for range 3 {
-		var rec *IdempotencyRecord
+		var rec *tenant.IdempotencyRecord
 		err := db.tx(ctx, func(tx *sql.Tx) error {
 			// One statement claims: it inserts, or replaces an expired
 			// record, or (the WHERE is false) changes nothing.
@@ -42,7 +33,7 @@ func (db *DB) BeginIdempotent(ctx context.Context, tenant, key, route, requestSH
 					request_sha256 = excluded.request_sha256, status = 0, body = NULL,
 					created_at = excluded.created_at, expires_at = excluded.expires_at
 				WHERE idempotency_keys.expires_at <= excluded.created_at`,
-				tenant, key, route, requestSHA256, formatTime(created), formatTime(created.Add(ttl)))
+				tenantID, key, route, requestSHA256, formatTime(created), formatTime(created.Add(ttl)))
 			if err != nil {
 				return err
 			}
@@ -50,7 +41,7 @@ func (db *DB) BeginIdempotent(ctx context.Context, tenant, key, route, requestSH
 				return err
 			}
 			rec, err = scanIdempotency(tx.QueryRowContext(ctx, `SELECT `+idempotencyColumns+`
-				FROM idempotency_keys WHERE tenant_id = $1 AND key = $2`, tenant, key))
+				FROM idempotency_keys WHERE tenant_id = $1 AND key = $2`, tenantID, key))
 			return err
 		})
 		if errors.Is(err, sql.ErrNoRows) {
@@ -66,8 +57,8 @@ func (db *DB) BeginIdempotent(ctx context.Context, tenant, key, route, requestSH
 
 const idempotencyColumns = `tenant_id, key, route, request_sha256, status, body, created_at, expires_at`
 
-func scanIdempotency(row interface{ Scan(...any) error }) (*IdempotencyRecord, error) {
-	var r IdempotencyRecord
+func scanIdempotency(row interface{ Scan(...any) error }) (*tenant.IdempotencyRecord, error) {
+	var r tenant.IdempotencyRecord
 	var created, expires string
 	if err := row.Scan(&r.Tenant, &r.Key, &r.Route, &r.RequestSHA256, &r.Status, &r.Body, &created, &expires); err != nil {
 		return nil, err
@@ -78,17 +69,17 @@ func scanIdempotency(row interface{ Scan(...any) error }) (*IdempotencyRecord, e
 
 // FinishIdempotent stores the answer (status, body) of a claimed key. The
 // key must be claimed and not yet answered.
-func (db *DB) FinishIdempotent(ctx context.Context, tenant, key string, status int, body []byte) error {
+func (db *DB) FinishIdempotent(ctx context.Context, tenantID, key string, status int, body []byte) error {
 	if status == 0 {
 		return errors.New("finishing idempotency key: status 0 means unanswered")
 	}
 	res, err := db.w.ExecContext(ctx, `UPDATE idempotency_keys SET status = $1, body = $2
-		WHERE tenant_id = $3 AND key = $4 AND status = 0`, status, body, tenant, key)
+		WHERE tenant_id = $3 AND key = $4 AND status = 0`, status, body, tenantID, key)
 	if err != nil {
 		return fmt.Errorf("finishing idempotency key: %w", err)
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
-		return fmt.Errorf("finishing idempotency key %q of tenant %q: no claim in progress", key, tenant)
+		return fmt.Errorf("finishing idempotency key %q of tenantID %q: no claim in progress", key, tenantID)
 	}
 	return nil
 }
@@ -96,9 +87,9 @@ func (db *DB) FinishIdempotent(ctx context.Context, tenant, key string, status i
 // AbandonIdempotent removes a claim whose request did not produce an answer
 // worth replaying (it failed before doing anything, or the client's retry
 // should run it again). An answered key, or one not claimed, is left as it is.
-func (db *DB) AbandonIdempotent(ctx context.Context, tenant, key string) error {
+func (db *DB) AbandonIdempotent(ctx context.Context, tenantID, key string) error {
 	_, err := db.w.ExecContext(ctx,
-		`DELETE FROM idempotency_keys WHERE tenant_id = $1 AND key = $2 AND status = 0`, tenant, key)
+		`DELETE FROM idempotency_keys WHERE tenant_id = $1 AND key = $2 AND status = 0`, tenantID, key)
 	if err != nil {
 		return fmt.Errorf("abandoning idempotency key: %w", err)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/berthdev/berth/internal/apitype"
 	"github.com/berthdev/berth/internal/jobs"
 	"github.com/berthdev/berth/internal/store"
+	"github.com/berthdev/berth/internal/tenant"
 )
 
 func TestIdempotency(t *testing.T) {
@@ -27,11 +28,11 @@ func TestIdempotency(t *testing.T) {
 	ctx := context.Background()
 	db := open(t)
 	const route = "POST /v1/sandboxes"
-	begin := func(tenant, key, sha string, ttl time.Duration) *store.IdempotencyRecord {
+	begin := func(tenantID, key, sha string, ttl time.Duration) *tenant.IdempotencyRecord {
 		t.Helper()
-		rec, err := db.BeginIdempotent(ctx, tenant, key, route, sha, ttl)
+		rec, err := db.BeginIdempotent(ctx, tenantID, key, route, sha, ttl)
 		if err != nil {
-			t.Fatalf("BeginIdempotent(%s, %s): %v", tenant, key, err)
+			t.Fatalf("BeginIdempotent(%s, %s): %v", tenantID, key, err)
 		}
 		return rec
 	}
@@ -167,8 +168,8 @@ func TestIdempotencyRace(t *testing.T) {
 }
 
 // newestFirst sorts entries as ListAudit returns them.
-func newestFirst(es []*store.AuditEntry) {
-	slices.SortFunc(es, func(a, b *store.AuditEntry) int {
+func newestFirst(es []*tenant.AuditEntry) {
+	slices.SortFunc(es, func(a, b *tenant.AuditEntry) int {
 		if c := b.At.Compare(a.At); c != 0 {
 			return c
 		}
@@ -176,7 +177,7 @@ func newestFirst(es []*store.AuditEntry) {
 	})
 }
 
-func auditIDs(es []*store.AuditEntry) []string {
+func auditIDs(es []*tenant.AuditEntry) []string {
 	out := []string{}
 	for _, e := range es {
 		out = append(out, e.ID)
@@ -184,9 +185,9 @@ func auditIDs(es []*store.AuditEntry) []string {
 	return out
 }
 
-func insertAudit(t *testing.T, db *store.DB, tenant string, at time.Time, keep int) *store.AuditEntry {
+func insertAudit(t *testing.T, db *store.DB, tenantID string, at time.Time, keep int) *tenant.AuditEntry {
 	t.Helper()
-	e := &store.AuditEntry{Tenant: tenant, At: at, KeyID: "key_1", KeyName: "ci", Method: "POST",
+	e := &tenant.AuditEntry{Tenant: tenantID, At: at, KeyID: "key_1", KeyName: "ci", Method: "POST",
 		Route: "POST /v1/sandboxes", Resource: "sbx_1", Status: 201, RequestID: "req_1"}
 	if err := db.InsertAudit(context.Background(), e, keep); err != nil {
 		t.Fatalf("InsertAudit: %v", err)
@@ -194,26 +195,26 @@ func insertAudit(t *testing.T, db *store.DB, tenant string, at time.Time, keep i
 	return e
 }
 
-func listAllAudit(t *testing.T, db *store.DB, tenant string, pageSize int) []*store.AuditEntry {
+func listAllAudit(t *testing.T, db *store.DB, tenantID string, pageSize int) []*tenant.AuditEntry {
 	t.Helper()
-	var all []*store.AuditEntry
-	var pos store.AuditPosition
+	var all []*tenant.AuditEntry
+	var pos tenant.AuditPosition
 	for range 1000 {
-		page, err := db.ListAudit(context.Background(), tenant, pos, pageSize)
+		page, err := db.ListAudit(context.Background(), tenantID, pos, pageSize)
 		if err != nil {
-			t.Fatalf("ListAudit(%s, %+v): %v", tenant, pos, err)
+			t.Fatalf("ListAudit(%s, %+v): %v", tenantID, pos, err)
 		}
 		if len(page) > pageSize {
-			t.Fatalf("ListAudit(%s, limit %d) returned %d entries", tenant, pageSize, len(page))
+			t.Fatalf("ListAudit(%s, limit %d) returned %d entries", tenantID, pageSize, len(page))
 		}
 		if len(page) == 0 {
 			return all
 		}
 		all = append(all, page...)
 		last := page[len(page)-1]
-		pos = store.AuditPosition{At: last.At, ID: last.ID}
+		pos = tenant.AuditPosition{At: last.At, ID: last.ID}
 	}
-	t.Fatalf("ListAudit(%s) never ran out of pages", tenant)
+	t.Fatalf("ListAudit(%s) never ran out of pages", tenantID)
 	return nil
 }
 
@@ -223,7 +224,7 @@ func TestAuditTrim(t *testing.T) {
 	db := open(t)
 	base := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
-	var a, b []*store.AuditEntry
+	var a, b []*tenant.AuditEntry
 	for i := range 7 {
 		a = append(a, insertAudit(t, db, "ten_a", base.Add(time.Duration(i)*time.Second), 3))
 		if i < 4 {
@@ -235,14 +236,14 @@ func TestAuditTrim(t *testing.T) {
 	}
 	newestFirst(a)
 	newestFirst(b)
-	got, err := db.ListAudit(ctx, "ten_a", store.AuditPosition{}, 100)
+	got, err := db.ListAudit(ctx, "ten_a", tenant.AuditPosition{}, 100)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if diff := gocmp.Diff(a[:3], got); diff != "" {
 		t.Errorf("ten_a after 7 inserts keeping 3 (-want +got):\n%s", diff)
 	}
-	got, err = db.ListAudit(ctx, "ten_b", store.AuditPosition{}, 100)
+	got, err = db.ListAudit(ctx, "ten_b", tenant.AuditPosition{}, 100)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,12 +252,12 @@ func TestAuditTrim(t *testing.T) {
 	}
 
 	// Entries of one instant are trimmed by ID, as they are listed.
-	var c []*store.AuditEntry
+	var c []*tenant.AuditEntry
 	for range 6 {
 		c = append(c, insertAudit(t, db, "ten_c", base, 4))
 	}
 	newestFirst(c)
-	got, err = db.ListAudit(ctx, "ten_c", store.AuditPosition{}, 100)
+	got, err = db.ListAudit(ctx, "ten_c", tenant.AuditPosition{}, 100)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -277,15 +278,15 @@ func TestAuditPages(t *testing.T) {
 	t.Parallel()
 	db := open(t)
 	base := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	var all []*store.AuditEntry
+	var all []*tenant.AuditEntry
 	for i := range 25 {
-		tenant := "ten_a"
+		tenantID := "ten_a"
 		if i%3 == 1 {
-			tenant = "ten_b"
+			tenantID = "ten_b"
 		}
 		// Pairs of entries share an instant, so pages break inside them.
-		e := &store.AuditEntry{Tenant: tenant, At: base.Add(time.Duration(i/2) * time.Millisecond),
-			KeyID: "key_" + tenant, KeyName: "name", Method: "DELETE", Route: "DELETE /v1/sandboxes/{id}",
+		e := &tenant.AuditEntry{Tenant: tenantID, At: base.Add(time.Duration(i/2) * time.Millisecond),
+			KeyID: "key_" + tenantID, KeyName: "name", Method: "DELETE", Route: "DELETE /v1/sandboxes/{id}",
 			Resource: fmt.Sprintf("sbx_%d", i), Status: 404, Reason: "sandbox_not_found", RequestID: fmt.Sprintf("req_%d", i)}
 		if err := db.InsertAudit(context.Background(), e, 1000); err != nil {
 			t.Fatal(err)
@@ -293,10 +294,10 @@ func TestAuditPages(t *testing.T) {
 		all = append(all, e)
 	}
 	newestFirst(all)
-	ofTenant := func(tenant string) []*store.AuditEntry {
-		var out []*store.AuditEntry
+	ofTenant := func(tenantID string) []*tenant.AuditEntry {
+		var out []*tenant.AuditEntry
 		for _, e := range all {
-			if e.Tenant == tenant {
+			if e.Tenant == tenantID {
 				out = append(out, e)
 			}
 		}
@@ -304,8 +305,8 @@ func TestAuditPages(t *testing.T) {
 	}
 
 	tests := []struct {
-		tenant string
-		want   []*store.AuditEntry
+		tenantID string
+		want   []*tenant.AuditEntry
 	}{
 		{"*", all},
 		{"ten_a", ofTenant("ten_a")},
@@ -314,9 +315,9 @@ func TestAuditPages(t *testing.T) {
 	}
 	for _, tt := range tests {
 		for _, size := range []int{1, 2, 3, 4, 7, 100} {
-			got := listAllAudit(t, db, tt.tenant, size)
+			got := listAllAudit(t, db, tt.tenantID, size)
 			if diff := gocmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("ListAudit(%s) in pages of %d (-want +got):\n%s", tt.tenant, size, diff)
+				t.Errorf("ListAudit(%s) in pages of %d (-want +got):\n%s", tt.tenantID, size, diff)
 			}
 		}
 	}
@@ -488,7 +489,7 @@ func TestTenancyMigration(t *testing.T) {
 	}
 	if _, err := q.ExecContext(ctx, `INSERT INTO sandboxes (id, tenant_id, name, runtime, state, agent_token, created_at, updated_at)
 		VALUES ('sbx_other', 'ten_other', 'one', 'process', 'running', 'agt_5', $1, $1)`, ts); err != nil {
-		t.Errorf("a sandbox named one in another tenant: %v", err)
+		t.Errorf("a sandbox named one in another tenantID: %v", err)
 	}
 	if _, err := q.ExecContext(ctx, `INSERT INTO jobs (id, action, action_version, state, tenant, owner, business_id, business_key,
 			request_sha256, inputs, max_attempts, created_at, updated_at)
