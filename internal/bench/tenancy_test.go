@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -354,4 +355,54 @@ func paceFor(limits httpapi.RateLimits) time.Duration {
 		return 0
 	}
 	return time.Duration(1.25 * float64(time.Second) / limits.CreatesKey.PerSecond)
+}
+
+func BenchmarkTenancyScratch(b *testing.B) {
+	limits := httpapi.DefaultRateLimits
+	d := testenv.StartDaemon(b, func(cfg *daemon.Config) { cfg.RateLimits = &limits })
+	ctx := context.Background()
+	ka := tenantExecKey(ctx, b, d.Client, "a", "a")
+	kb := tenantExecKey(ctx, b, d.Client, "b", "b")
+	ca, cb := client.New(d.URL, ka.Secret), client.New(d.URL, kb.Secret)
+	sa, sbB := benchSandbox(ctx, b, ca), benchSandbox(ctx, b, cb)
+	fctx, stop := context.WithTimeout(ctx, 5*time.Second)
+	var wg sync.WaitGroup
+	var aReq, aRate atomic.Int64
+	for range 4 {
+		wg.Go(func() {
+			for fctx.Err() == nil {
+				_, err := ca.Exec(fctx, sa, apitype.CreateCommandRequest{Argv: []string{"true"}})
+				aReq.Add(1)
+				if client.IsReason(err, "rate_limited") {
+					aRate.Add(1)
+				}
+			}
+		})
+	}
+	var bOK, bFail int
+	var firstErr error
+	for fctx.Err() == nil {
+		if err := execTrue(ctx, cb, sbB); err != nil {
+			bFail++
+			if firstErr == nil {
+				firstErr = err
+			}
+		} else {
+			bOK++
+		}
+		time.Sleep(60 * time.Millisecond)
+	}
+	stop()
+	wg.Wait()
+	b.Logf("rude A: %d calls, %d rate_limited; B ok %d failed %d first %v", aReq.Load(), aRate.Load(), bOK, bFail, firstErr)
+	time.Sleep(3 * time.Second)
+	bad := client.New(d.URL, "berth_"+strings.Repeat("a", 52))
+	for range 21 {
+		_, err := bad.ListSandboxes(ctx)
+		_ = err
+	}
+	_, err := cb.ListSandboxes(ctx)
+	b.Logf("after 21 bad keys from the same address, B: %v", err)
+	_, err = d.Client.ListSandboxes(ctx)
+	b.Logf("after 21 bad keys from the same address, admin: %v", err)
 }
