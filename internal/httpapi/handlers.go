@@ -63,13 +63,26 @@ func (s *Server) handleSystem() http.Handler {
 			}
 			out.Runtimes = append(out.Runtimes, info)
 		}
-		counts, err := m.Count(r.Context())
-		if err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		for _, n := range counts {
-			out.Counts.Sandboxes += n
+		p := principalOf(r)
+		if p.Admin() {
+			counts, err := m.Count(r.Context())
+			if err != nil {
+				s.fail(w, r, err)
+				return
+			}
+			for _, n := range counts {
+				out.Counts.Sandboxes += n
+			}
+		} else {
+			// A tenant's key learns nothing of other tenants, nor where the
+			// daemon keeps its data.
+			out.DataDir = ""
+			u, err := m.Usage(r.Context(), p.Tenant)
+			if err != nil {
+				s.fail(w, r, err)
+				return
+			}
+			out.Counts.Sandboxes = u.Sandboxes
 		}
 		pools, err := m.Pools(r.Context())
 		if err != nil {
@@ -79,6 +92,9 @@ func (s *Server) handleSystem() http.Handler {
 		if b := s.cfg.Browsers; b != nil {
 			bc := b.Config()
 			out.Browser = apitype.BrowserInfo{Available: true, Chromium: bc.Chromium, Sessions: len(b.List()), MaxSessions: bc.MaxSessions}
+			if !p.Admin() {
+				out.Browser.Sessions = b.Count(p.Tenant)
+			}
 			if err := b.Available(); err != nil {
 				out.Browser.Available, out.Browser.Reason = false, err.Error()
 			}
