@@ -46,11 +46,11 @@ const KeyPrefix = "bk_"
 
 // Key is an API key's record. The secret itself is never stored.
 type Key struct {
-	ID        string
-	Name      string
-	Scope     string
-	Prefix    string // the first characters of the secret, for people to recognise it
-	Hash      string
+	ID     string
+	Name   string
+	Scope  string
+	Prefix string // the first characters of the secret, for people to recognise it
+	Hash   string
 	// TenantID is the tenant the key belongs to; "" for admin keys.
 	TenantID  string
 	CreatedAt time.Time
@@ -112,7 +112,9 @@ type Keys struct {
 }
 
 // NewKeys returns a Keys over store.
-func NewKeys(store Store) *Keys { return &Keys{store: store, w: watchers{byKey: map[string]map[*watch]bool{}}} }
+func NewKeys(store Store) *Keys {
+	return &Keys{store: store, w: watchers{byKey: map[string]map[*watch]bool{}}}
+}
 
 // Hash returns the stored form of a secret.
 func Hash(secret string) string {

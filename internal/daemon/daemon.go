@@ -187,6 +187,9 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	var refuse func(*sandbox.CreateSpec, sandbox.Runtime) error
 	if cfg.TenantMode {
+		if err := checkIsolated(ctx, db); err != nil {
+			return err
+		}
 		refuse = refuseUnisolated
 		log.Info("tenant mode: isolated runtimes only, no browser sessions on the host")
 	}

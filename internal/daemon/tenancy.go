@@ -87,3 +87,26 @@ func sweepIdempotency(ctx context.Context, db *store.DB, log *slog.Logger) {
 		}
 	}
 }
+
+// checkIsolated refuses tenant mode over sandboxes made before it on the
+// process runtime: their commands would run on the host.
+func checkIsolated(ctx context.Context, db *store.DB) error {
+	all, err := db.ListSandboxes(ctx)
+	if err != nil {
+		return err
+	}
+	var bad []string
+	for _, sb := range all {
+		if sb.Runtime == "process" {
+			bad = append(bad, sb.ID)
+		}
+	}
+	if len(bad) > 0 {
+		if len(bad) > 5 {
+			bad = append(bad[:5], fmt.Sprintf("and %d more", len(bad)-5))
+		}
+		return errcode.TenantMode.New("tenant mode refuses sandboxes on the process runtime, and this data directory has some (%s): "+
+			"delete them (start without --tenant-mode) before turning it on", strings.Join(bad, ", "))
+	}
+	return nil
+}

@@ -12,6 +12,7 @@ package daemon_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -23,7 +24,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
+	"sync"
 	"testing"
 	"time"
 
@@ -197,11 +198,10 @@ func TestRateLimitPerKey(t *testing.T) {
 }
 
 // TestRateLimitAuthFailuresBySource: a source that sent too many bad keys
-// is refused with 429 auth_throttled, before its keys are even checked, so
-// a valid key from it is refused too: that is the design (guessing from
-// one address gains nothing by mixing in a known key, and a valid key's
-// check is never a timing oracle for the throttled source). Other sources
-// are unaffected.
+// is refused with 429 auth_throttled before its keys are checked, so a
+// valid key from it is refused too. That is the design (docs/api.md, Rate
+// limits): a guesser learns nothing from its guesses while throttled.
+// Other sources are unaffected.
 func TestRateLimitAuthFailuresBySource(t *testing.T) {
 	t.Parallel()
 	d := testenv.StartDaemon(t, func(cfg *daemon.Config) {
@@ -290,17 +290,70 @@ func TestRateLimitTrustedProxy(t *testing.T) {
 	})
 }
 
-// runUntilReady runs the daemon with cfg until it serves, then stops it.
-// It reports whether it served and what Run returned.
-func runUntilReady(t *testing.T, cfg daemon.Config) (bool, error) {
+// daemonConfig is testenv.StartDaemon's configuration, on dataDir with
+// default runtime rt.
+func daemonConfig(t *testing.T, dataDir, rt string) daemon.Config {
+	return daemon.Config{
+		DataDir: dataDir, Listen: "127.0.0.1:0", Version: "test",
+		AgentBinary: testenv.Binary(t), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		DefaultRuntime: rt, UIDRegistry: testenv.UIDRegistry(t),
+		JobPools: map[string]int{"browser": 0, "office": 0}, RateLimits: &httpapi.RateLimits{},
+	}
+}
+
+// startOrRefuse runs the daemon with cfg in this process until it serves
+// or fails to start, and returns it, or Run's error. stop ends it and
+// returns what Run returned; the cleanup stops it too.
+func startOrRefuse(t *testing.T, cfg daemon.Config) (d *testenv.Daemon, stop func() error, err error) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	var served atomic.Bool
-	cfg.Ready = func(string) { served.Store(true); cancel() }
-	err := daemon.Run(ctx, cfg)
-	testenv.CheckNoProcesses(t, cfg.DataDir)
-	return served.Load(), err
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan string, 1)
+	cfg.Ready = func(addr string) { ready <- addr }
+	done := make(chan error, 1)
+	go func() { done <- daemon.Run(ctx, cfg) }()
+	var addr string
+	select {
+	case addr = <-ready:
+	case err := <-done:
+		cancel()
+		return nil, nil, err
+	case <-time.After(60 * time.Second):
+		cancel()
+		t.Fatal("the daemon neither served nor failed within 60s")
+	}
+	var once sync.Once
+	var runErr error
+	stop = func() error {
+		once.Do(func() {
+			cancel()
+			select {
+			case runErr = <-done:
+			case <-time.After(30 * time.Second):
+				runErr = errors.New("the daemon did not stop within 30s")
+			}
+		})
+		return runErr
+	}
+	t.Cleanup(func() { _ = stop() })
+	key, err := os.ReadFile(filepath.Join(cfg.DataDir, daemon.KeyFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d = &testenv.Daemon{URL: "http://" + addr, Token: strings.TrimSpace(string(key)), DataDir: cfg.DataDir}
+	d.Client = client.New(d.URL, d.Token)
+	return d, stop, nil
+}
+
+// isolatedOrSkip returns the isolated runtime to test on: the suite's, or
+// container when the suite runs on process.
+func isolatedOrSkip(t *testing.T) string {
+	t.Helper()
+	rt := testenv.Runtime()
+	if rt == "process" {
+		rt = "container"
+	}
+	testenv.NeedRuntime(t, rt)
+	return rt
 }
 
 // TestTenantModeRefusals: tenant mode refuses what is not isolated: a
@@ -313,32 +366,26 @@ func TestTenantModeRefusals(t *testing.T) {
 	t.Run("process default runtime", func(t *testing.T) {
 		t.Parallel()
 		testenv.NeedLinux(t)
-		config := func(tenantMode bool) daemon.Config {
-			return daemon.Config{
-				DataDir: filepath.Join(testenv.ShortTempDir(t), "d"), Listen: "127.0.0.1:0", Version: "test",
-				AgentBinary: testenv.Binary(t), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-				DefaultRuntime: "process", UIDRegistry: testenv.UIDRegistry(t),
-				JobPools: map[string]int{"browser": 0, "office": 0}, RateLimits: &httpapi.RateLimits{},
-				TenantMode: tenantMode,
-			}
-		}
-		served, err := runUntilReady(t, config(true))
-		if served || errcode.ReasonOf(err) != "tenant_mode" {
-			t.Errorf("tenant mode on the process runtime: served %v, Run = %v; want a refusal to start (tenant_mode)", served, err)
+		data := filepath.Join(testenv.ShortTempDir(t), "d")
+		t.Cleanup(func() { testenv.CheckNoProcesses(t, data) })
+		cfg := daemonConfig(t, data, "process")
+		cfg.TenantMode = true
+		if _, _, err := startOrRefuse(t, cfg); errcode.ReasonOf(err) != "tenant_mode" {
+			t.Errorf("tenant mode on the process runtime: Run = %v, want a refusal to start (tenant_mode)", err)
 		}
 		// Control: the same daemon without tenant mode serves.
-		if served, err := runUntilReady(t, config(false)); !served || err != nil {
-			t.Errorf("the process runtime without tenant mode: served %v, Run = %v; want it served and stopped cleanly", served, err)
+		_, stop, err := startOrRefuse(t, daemonConfig(t, data, "process"))
+		if err != nil {
+			t.Fatalf("the process runtime without tenant mode: %v", err)
+		}
+		if err := stop(); err != nil {
+			t.Errorf("daemon.Run: %v", err)
 		}
 	})
 
 	t.Run("isolated runtime", func(t *testing.T) {
 		t.Parallel()
-		rt := testenv.Runtime()
-		if rt == "process" {
-			rt = "container"
-		}
-		testenv.NeedRuntime(t, rt)
+		rt := isolatedOrSkip(t)
 		d := testenv.StartDaemon(t, func(cfg *daemon.Config) {
 			cfg.TenantMode = true
 			cfg.DefaultRuntime = rt
@@ -370,6 +417,58 @@ func TestTenantModeRefusals(t *testing.T) {
 		}
 		if ids := sandboxIDs(t, d.Client); !slices.Equal(ids, []string{sb.ID}) {
 			t.Errorf("sandboxes = %v, want [%s]", ids, sb.ID)
+		}
+	})
+
+	// A process sandbox made before tenant mode was turned on is a
+	// sandbox on the process runtime too: the daemon either refuses to
+	// start in tenant mode (tenant_mode) or refuses to run anything in it.
+	t.Run("process sandbox from before", func(t *testing.T) {
+		t.Parallel()
+		rt := isolatedOrSkip(t)
+		data := filepath.Join(testenv.ShortTempDir(t), "d")
+		t.Cleanup(func() { testenv.CheckNoProcesses(t, data) })
+		ctx := context.Background()
+		plain, stop, err := startOrRefuse(t, daemonConfig(t, data, "process"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, k := tenantKey(t, plain, "acme", auth.ScopeExecution)
+		sb, err := client.New(plain.URL, k.Secret).CreateSandbox(ctx, apitype.CreateSandboxRequest{Runtime: "process"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := stop(); err != nil {
+			t.Fatal(err)
+		}
+
+		cfg := daemonConfig(t, data, rt)
+		cfg.TenantMode = true
+		tm, stop, err := startOrRefuse(t, cfg)
+		if err != nil {
+			if errcode.ReasonOf(err) != "tenant_mode" {
+				t.Errorf("tenant mode with a process sandbox: Run = %v, want it served or refused with tenant_mode", err)
+			}
+		} else {
+			marker := filepath.Join(testenv.ShortTempDir(t), "ran-on-the-host")
+			r := sendProbe(t, tm, httpProbe{method: "POST", path: "/v1/sandboxes/" + sb.ID + "/commands?wait_ms=10000",
+				auth: bearerAuth(k.Secret), body: `{"command":"touch ` + marker + `; echo ran"}`})
+			r.wantError(t, "a command in a process sandbox in tenant mode", http.StatusForbidden, errcode.PermissionDenied, "tenant_mode")
+			if _, err := os.Stat(marker); err == nil {
+				t.Errorf("in tenant mode a tenant's command ran on the host: it made %s", marker)
+			}
+			if err := stop(); err != nil {
+				t.Errorf("daemon.Run: %v", err)
+			}
+		}
+
+		// Without tenant mode the sandbox is deleted (nothing is left).
+		plain, _, err = startOrRefuse(t, daemonConfig(t, data, "process"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := plain.Client.DeleteSandbox(ctx, sb.ID); err != nil {
+			t.Error(err)
 		}
 	})
 }
@@ -566,6 +665,65 @@ func TestIdempotencyKeys(t *testing.T) {
 	if ids := sandboxIDs(t, client.New(d.URL, key2.Secret)); !slices.Equal(ids, want) {
 		t.Errorf("the replayed key lists %v, want acme's %v", ids, want)
 	}
+
+	// Concurrent first requests with one key: one runs; each other one
+	// gets its answer or 409 idempotency_in_progress with Retry-After: 1.
+	replies := make([]httpReply, 8)
+	errs := make([]error, len(replies))
+	var wg sync.WaitGroup
+	for i := range replies {
+		wg.Go(func() {
+			req, err := http.NewRequest("POST", d.URL+"/v1/sandboxes", strings.NewReader(`{"lazy":true,"labels":{"try":"race"}}`))
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			req.Header.Set("Authorization", bearerAuth(kb.Secret))
+			req.Header.Set("Idempotency-Key", "k3")
+			resp, err := probeClient.Do(req)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			defer resp.Body.Close()
+			b, err := io.ReadAll(resp.Body)
+			replies[i], errs[i] = httpReply{status: resp.StatusCode, header: resp.Header, body: string(b)}, err
+		})
+	}
+	wg.Wait()
+	var made string
+	for i, r := range replies {
+		what := fmt.Sprintf("concurrent create %d with k3", i)
+		switch {
+		case errs[i] != nil:
+			t.Errorf("%s: %v", what, errs[i])
+		case r.status == http.StatusConflict:
+			r.wantError(t, what, http.StatusConflict, errcode.Conflict, "idempotency_in_progress")
+			if v := r.header.Get("Retry-After"); v != "1" {
+				t.Errorf("%s: Retry-After = %q, want 1", what, v)
+			}
+		case r.status == http.StatusCreated:
+			if made != "" && r.body != made {
+				t.Errorf("%s = %s, want the first answer %s", what, r.body, made)
+			}
+			made = r.body
+		default:
+			t.Errorf("%s = %d %s, want 201 or 409", what, r.status, r.body)
+		}
+	}
+	// The retry after them all gets the one answer.
+	r = sendProbe(t, d, httpProbe{method: "POST", path: "/v1/sandboxes", auth: bearerAuth(kb.Secret),
+		body: `{"lazy":true,"labels":{"try":"race"}}`, header: http.Header{"Idempotency-Key": {"k3"}}})
+	if r.status != http.StatusCreated || (made != "" && r.body != made) || r.header.Get("Idempotent-Replayed") != "true" {
+		t.Errorf("k3's retry = %d %s (replayed %q), want the first answer %s", r.status, r.body, r.header.Get("Idempotent-Replayed"), made)
+	}
+	var race apitype.Sandbox
+	_ = json.Unmarshal([]byte(r.body), &race)
+	wantB := []string{other.ID, race.ID}
+	slices.Sort(wantB)
+	if ids := sandboxIDs(t, b); !slices.Equal(ids, wantB) {
+		t.Errorf("beta's sandboxes after the race = %v, want %v", ids, wantB)
+	}
 }
 
 // auditCall is a call the audit log should hold.
@@ -711,6 +869,17 @@ func TestAuditLog(t *testing.T) {
 			t.Errorf("the admin key's ?tenant= lists %+v, want only admin keys' calls", e)
 		}
 	}
+	// A create's resource is what it made: the tenant (the control), and
+	// the key.
+	for _, made := range []struct{ route, id string }{{"POST /v1/tenants", ta.ID}, {"POST /v1/keys", ka.ID}, {"POST /v1/keys", kb.ID}} {
+		if !slices.ContainsFunc(ops.Entries, func(e apitype.AuditEntry) bool { return e.Route == made.route && e.Resource == made.id }) {
+			var got []string
+			for _, e := range ops.Entries {
+				got = append(got, e.Route+" -> "+strconv.Quote(e.Resource))
+			}
+			t.Errorf("the operator's log has no %s entry naming what it made, %s; it has %v", made.route, made.id, got)
+		}
+	}
 
 	for _, raw := range []httpReply{rawAll, rawA, rawB} {
 		for what, secret := range map[string]string{"a body's content": marker, "acme's key": ka.Secret,
@@ -751,4 +920,27 @@ func TestAuditLog(t *testing.T) {
 	}
 	r = sendProbe(t, d, httpProbe{method: "GET", path: "/v1/audit?limit=1&cursor=" + url.QueryEscape(firstCursor), auth: bearerAuth(kb.Secret)})
 	r.wantError(t, "acme's cursor with beta's key", http.StatusBadRequest, errcode.Invalid, "cursor_invalid")
+}
+
+// TestAuditLogRefusedCalls: a mutating call with a valid key that its
+// scope refuses is an authenticated call, and is logged with how it ended.
+func TestAuditLogRefusedCalls(t *testing.T) {
+	t.Parallel()
+	d := testenv.StartDaemon(t, nil)
+	_, reader := tenantKey(t, d, "acme", auth.ScopeRead)
+	_, writer := tenantKey(t, d, "acme", auth.ScopeExecution)
+	refused := sendProbe(t, d, httpProbe{method: "POST", path: "/v1/sandboxes", auth: bearerAuth(reader.Secret), body: `{"lazy":true}`})
+	refused.wantError(t, "a read key's create", http.StatusForbidden, errcode.PermissionDenied, "scope_insufficient")
+	// Control: a later call of the tenant, failed too, is logged; once it
+	// is, every earlier entry is (one writer, in order).
+	later := sendProbe(t, d, httpProbe{method: "POST", path: "/v1/sandboxes", auth: bearerAuth(writer.Secret), body: `{"name":"not valid!"}`})
+	later.wantError(t, "an invalid create", http.StatusBadRequest, errcode.Invalid, "")
+	log, raw := pollAudit(t, d, writer.Secret, nil, func(l apitype.AuditLog) bool { return hasRequest(l, later.header.Get("X-Request-Id")) })
+	i := slices.Index(requestIDs(log), refused.header.Get("X-Request-Id"))
+	if i < 0 {
+		t.Fatalf("acme's audit log has no entry of the read key's refused create (%s): %s", refused.header.Get("X-Request-Id"), raw.body)
+	}
+	if e := log.Entries[i]; e.KeyID != reader.ID || e.Route != "POST /v1/sandboxes" || e.Status != http.StatusForbidden || e.Reason != "scope_insufficient" {
+		t.Errorf("the refused create's entry = %+v, want the read key's, 403 scope_insufficient", e)
+	}
 }

@@ -339,6 +339,7 @@ func (s *Server) handleCreateKey() http.Handler {
 		}
 		out := apitype.Key{ID: k.ID, Name: k.Name, Scope: k.Scope, Tenant: k.TenantID, Prefix: k.Prefix,
 			CreatedAt: k.CreatedAt, Secret: string(secret)}
+		w.Header().Set("Location", "/v1/keys/"+k.ID)
 		wire.Encode(w, http.StatusCreated, out)
 	})
 }

@@ -79,6 +79,7 @@ func (s *Server) handleUploadFile() http.Handler {
 			s.fail(w, r, err)
 			return
 		}
+		w.Header().Set("Location", "/v1/files/"+ref.SHA256)
 		wire.Encode(w, http.StatusCreated, ref)
 	})
 }

@@ -155,7 +155,7 @@ func New(cfg Config) *Server {
 		_, path, _ := cutSpace(r.pattern)
 		h := s.guard(ownerOf(path), r.handler)
 		if r.access != public {
-			h = s.authenticate(r.access, s.throttleKey(r.pattern, s.audited(r.pattern, s.idempotent(r.pattern, h))))
+			h = s.authenticate(s.throttleKey(r.pattern, s.audited(r.pattern, s.authorize(r.access, s.idempotent(r.pattern, h)))))
 			h = s.throttleSource(h)
 		}
 		s.mux.Handle(r.pattern, s.instrument(r.pattern, h))
@@ -315,7 +315,9 @@ func (s *Server) rejectQueryCredentials(next http.Handler) http.Handler {
 	})
 }
 
-func (s *Server) authenticate(need access, next http.Handler) http.Handler {
+// authenticate checks the request's key and runs next as its principal,
+// under a context its revocation cancels.
+func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, err := s.cfg.Keys.Authenticate(r.Context(), r.Header.Get("Authorization"))
 		if err != nil {
@@ -326,6 +328,19 @@ func (s *Server) authenticate(need access, next http.Handler) http.Handler {
 			s.fail(w, r, err)
 			return
 		}
+		// What the request opens (a stream, a WebSocket) ends when its key
+		// is revoked.
+		ctx, stop := s.cfg.Keys.Watch(context.WithValue(r.Context(), principalKey, p), p.KeyID)
+		defer stop()
+		next.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
+
+// authorize refuses a key whose scope is less than the route needs. It
+// runs inside the audit log, so a refused call is recorded too.
+func (s *Server) authorize(need access, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := principalOf(r)
 		switch {
 		case need == admin && !p.Can(auth.ScopeAdmin):
 			s.fail(w, r, errcode.ScopeInsufficient.New("this route needs an admin key; this key's scope is %s", p.Scope))
@@ -334,11 +349,7 @@ func (s *Server) authenticate(need access, next http.Handler) http.Handler {
 			s.fail(w, r, errcode.ScopeInsufficient.New("this route changes things and needs an execution key; this key's scope is %s", p.Scope))
 			return
 		}
-		// What the request opens (a stream, a WebSocket) ends when its key
-		// is revoked.
-		ctx, stop := s.cfg.Keys.Watch(context.WithValue(r.Context(), principalKey, p), p.KeyID)
-		defer stop()
-		next.ServeHTTP(w, r.WithContext(ctx))
+		next.ServeHTTP(w, r)
 	})
 }
 

@@ -306,7 +306,7 @@ func TestAuditPages(t *testing.T) {
 
 	tests := []struct {
 		tenantID string
-		want   []*tenant.AuditEntry
+		want     []*tenant.AuditEntry
 	}{
 		{"*", all},
 		{"ten_a", ofTenant("ten_a")},
