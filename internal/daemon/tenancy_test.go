@@ -14,12 +14,14 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/berthdev/berth/client"
 	"github.com/berthdev/berth/internal/apitype"
 	"github.com/berthdev/berth/internal/auth"
+	"github.com/berthdev/berth/internal/daemon"
 	"github.com/berthdev/berth/internal/errcode"
 	"github.com/berthdev/berth/internal/httpapi"
 	"github.com/berthdev/berth/internal/testenv"
@@ -572,4 +574,85 @@ func readSandboxFile(t *testing.T, c *client.Client, id, path string) string {
 		t.Fatalf("ReadFile(%s): %v", path, err)
 	}
 	return string(b)
+}
+
+
+// TestTenancyNoisyNeighbour is AUTH-13: tenant A floods creates, commands
+// and deletes at its quota and rate limits, from its own address, for a
+// bounded time; tenant B's commands meanwhile all succeed. (B's latency
+// under the flood is BenchmarkTenancyNoisyNeighbour's.)
+func TestTenancyNoisyNeighbour(t *testing.T) {
+	t.Parallel()
+	d := testenv.StartDaemon(t, func(c *daemon.Config) {
+		rl := httpapi.DefaultRateLimits
+		c.RateLimits = &rl
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	_, keyA := tenantKey(t, d, "noisy", auth.ScopeExecution)
+	_, keyB := tenantKey(t, d, "quiet", auth.ScopeExecution)
+	two := 2
+	if _, err := d.Client.SetTenant(ctx, "noisy", apitype.SetTenantRequest{MaxSandboxes: &two}); err != nil {
+		t.Fatal(err)
+	}
+	// Each tenant from an address of its own (on Linux all of 127/8 is
+	// this machine's), as two customers would be.
+	ca := client.New(d.URL, keyA.Secret, client.WithHTTPClient(sourceClient(t, "127.0.0.11")))
+	cb := client.New(d.URL, keyB.Secret, client.WithHTTPClient(sourceClient(t, "127.0.0.12")))
+	sbA, err := ca.CreateSandbox(ctx, apitype.CreateSandboxRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sbB, err := cb.CreateSandbox(ctx, apitype.CreateSandboxRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	flood, stop := context.WithTimeout(ctx, 8*time.Second)
+	defer stop()
+	var mu sync.Mutex
+	refused := map[string]int{}
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			for i := 0; flood.Err() == nil; i++ {
+				var err error
+				switch (w + i) % 3 {
+				case 0:
+					var sb apitype.Sandbox
+					if sb, err = ca.CreateSandbox(flood, apitype.CreateSandboxRequest{Lazy: true}); err == nil {
+						err = ca.DeleteSandbox(flood, sb.ID)
+					}
+				case 1:
+					_, err = ca.Run(flood, sbA.ID, apitype.CreateCommandRequest{Command: "true"})
+				default:
+					_, err = ca.ListSandboxes(flood)
+				}
+				var ce *errcode.Error
+				if errors.As(err, &ce) && ce.Code == errcode.ResourceExhausted {
+					mu.Lock()
+					refused[ce.Reason]++
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	calls, failed := 0, 0
+	for flood.Err() == nil {
+		c, err := cb.Run(ctx, sbB.ID, apitype.CreateCommandRequest{Command: "echo quiet"})
+		calls++
+		if err != nil || c.Stdout != "quiet\n" {
+			failed++
+			t.Errorf("tenant B's command during the flood = %q, %v", c.Stdout, err)
+		}
+	}
+	wg.Wait()
+	t.Logf("tenant B: %d commands, %d failed; tenant A refused: %v", calls, failed, refused)
+	if calls < 5 {
+		t.Errorf("tenant B ran only %d commands in 8s of flood", calls)
+	}
+	// The flood was one: A met its limits.
+	if refused["quota_exceeded"]+refused["rate_limited"] == 0 {
+		t.Errorf("tenant A was never refused (%v): the flood did not reach its limits, so this test shows nothing", refused)
+	}
 }

@@ -95,7 +95,10 @@ func (s *Server) authFailed(r *http.Request) { s.limits.authFailures.Failed(s.li
 // throttleKey limits an authenticated request per key, creates more
 // strictly.
 func (s *Server) throttleKey(pattern string, next http.Handler) http.Handler {
-	create := idempotentRoutes[pattern] || pattern == "POST /v1/convert/{action}" || pattern == "POST /v1/sandboxes/{id}/commands"
+	// Creates of resources that hold the daemon's memory, disk or
+	// processes; commands are not among them: an agent runs them by the
+	// hundred, and the per-key limit bounds them.
+	create := idempotentRoutes[pattern] || pattern == "POST /v1/convert/{action}"
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		key := principalOf(r).KeyID
 		if ok, wait := s.limits.key.Allow(key); !ok {
