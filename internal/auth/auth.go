@@ -25,6 +25,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/berthdev/berth/internal/errcode"
@@ -109,11 +110,60 @@ func (Secret) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, "REDACTED")
 type Keys struct {
 	store Store
 	w     watchers
+
+	// cache remembers keys that authenticated, by hash, for CacheTTL:
+	// most calls then need no database read. Revoke drops a key's entry
+	// at once; a revocation by another process shows within CacheTTL.
+	mu    sync.Mutex
+	cache map[string]cachedKey
 }
+
+type cachedKey struct {
+	p       Principal
+	expires time.Time
+}
+
+// CacheTTL is how long a key that authenticated is trusted without a
+// database read.
+const CacheTTL = time.Second
+
+const maxCached = 1 << 14
 
 // NewKeys returns a Keys over store.
 func NewKeys(store Store) *Keys {
-	return &Keys{store: store, w: watchers{byKey: map[string]map[*watch]bool{}}}
+	return &Keys{store: store, w: watchers{byKey: map[string]map[*watch]bool{}}, cache: map[string]cachedKey{}}
+}
+
+func (ks *Keys) cached(hash string) (Principal, bool) {
+	ks.mu.Lock()
+	defer ks.mu.Unlock()
+	c, ok := ks.cache[hash]
+	if !ok || time.Now().After(c.expires) {
+		return Principal{}, false
+	}
+	return c.p, true
+}
+
+func (ks *Keys) remember(hash string, p Principal) {
+	ks.mu.Lock()
+	defer ks.mu.Unlock()
+	if len(ks.cache) >= maxCached {
+		clear(ks.cache)
+	}
+	ks.cache[hash] = cachedKey{p: p, expires: time.Now().Add(CacheTTL)}
+}
+
+// forget drops the cached entries of keys ids.
+func (ks *Keys) forget(ids ...string) {
+	ks.mu.Lock()
+	defer ks.mu.Unlock()
+	for h, c := range ks.cache {
+		for _, id := range ids {
+			if c.p.KeyID == id {
+				delete(ks.cache, h)
+			}
+		}
+	}
 }
 
 // Hash returns the stored form of a secret.
@@ -162,6 +212,7 @@ func (ks *Keys) Revoke(ctx context.Context, id string) error {
 	if err := ks.store.RevokeKey(ctx, id); err != nil {
 		return err
 	}
+	ks.forget(id)
 	ks.w.revoked(id)
 	return nil
 }
@@ -177,6 +228,9 @@ func (ks *Keys) Authenticate(ctx context.Context, header string) (Principal, err
 		return Principal{}, errBadKey
 	}
 	hash := Hash(secret)
+	if p, ok := ks.cached(hash); ok {
+		return p, nil
+	}
 	k, err := ks.store.KeyByHash(ctx, hash)
 	if err != nil {
 		if errcode.Is(err, errcode.NotFound) {
@@ -187,7 +241,9 @@ func (ks *Keys) Authenticate(ctx context.Context, header string) (Principal, err
 	if subtle.ConstantTimeCompare([]byte(k.Hash), []byte(hash)) != 1 || k.RevokedAt != nil {
 		return Principal{}, errBadKey
 	}
-	return Principal{KeyID: k.ID, Name: k.Name, Scope: k.Scope, Tenant: k.TenantID}, nil
+	p := Principal{KeyID: k.ID, Name: k.Name, Scope: k.Scope, Tenant: k.TenantID}
+	ks.remember(hash, p)
+	return p, nil
 }
 
 // EnsureAdminKey makes sure path holds a working admin key. On first start

@@ -323,3 +323,23 @@ func TestSecretRedacted(t *testing.T) {
 		}
 	}
 }
+
+// TestRevokeBeatsTheCache: a key that authenticated (and is cached) fails
+// at once after Revoke.
+func TestRevokeBeatsTheCache(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ks := newKeys(t)
+	k, secret := create(t, ks, "cached", auth.ScopeExecution)
+	for range 2 { // the second from the cache
+		if _, err := ks.Authenticate(ctx, "Bearer "+string(secret)); err != nil {
+			t.Fatalf("Authenticate before revoking: %v", err)
+		}
+	}
+	if err := ks.Revoke(ctx, k.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ks.Authenticate(ctx, "Bearer "+string(secret)); !errcode.Is(err, errcode.Unauthenticated) {
+		t.Errorf("Authenticate after Revoke = %v, want unauthenticated", err)
+	}
+}

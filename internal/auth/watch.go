@@ -89,15 +89,14 @@ func (ks *Keys) PollRevocations(ctx context.Context, log *slog.Logger) {
 			}
 			continue
 		}
-		for _, id := range gone {
-			ks.w.revoked(id)
-		}
+		ks.Revoked(gone...)
 	}
 }
 
 // Revoked closes what the keys ids have open, for keys revoked in the store
 // by someone other than Revoke (a tenant's removal revokes all of its).
 func (ks *Keys) Revoked(ids ...string) {
+	ks.forget(ids...)
 	for _, id := range ids {
 		ks.w.revoked(id)
 	}

@@ -25,14 +25,17 @@ import (
 
 // AuditStore keeps the audit log (the store's).
 type AuditStore interface {
-	InsertAudit(ctx context.Context, e *tenant.AuditEntry, keep int) error
+	InsertAudit(ctx context.Context, entries []*tenant.AuditEntry, keep int) error
 	ListAudit(ctx context.Context, tenant string, before tenant.AuditPosition, limit int) ([]*tenant.AuditEntry, error)
 }
 
 // AuditKeep is how many entries each tenant's log keeps.
 const AuditKeep = 10000
 
-const auditQueue = 4096
+const (
+	auditQueue = 4096
+	auditBatch = 256
+)
 
 type auditor struct {
 	store   AuditStore
@@ -46,10 +49,26 @@ func newAuditor(st AuditStore, s *Server) *auditor {
 	a := &auditor{store: st, ch: make(chan *tenant.AuditEntry, auditQueue), done: make(chan struct{})}
 	go func() {
 		defer close(a.done)
+		// What queued while the last batch was written goes in one
+		// transaction: one commit for a burst, not one per call.
+		batch := make([]*tenant.AuditEntry, 0, auditBatch)
 		for e := range a.ch {
+			batch = append(batch[:0], e)
+		drain:
+			for len(batch) < auditBatch {
+				select {
+				case e, ok := <-a.ch:
+					if !ok {
+						break drain
+					}
+					batch = append(batch, e)
+				default:
+					break drain
+				}
+			}
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			if err := a.store.InsertAudit(ctx, e, AuditKeep); err != nil {
-				s.log.Warn("writing the audit log", "err", err, "request_id", e.RequestID)
+			if err := a.store.InsertAudit(ctx, batch, AuditKeep); err != nil {
+				s.log.Warn("writing the audit log", "err", err, "entries", len(batch), "first_request_id", batch[0].RequestID)
 			}
 			cancel()
 		}

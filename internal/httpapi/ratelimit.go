@@ -72,16 +72,10 @@ func retryAfter(w http.ResponseWriter, d time.Duration) string {
 	return strconv.Itoa(secs)
 }
 
-// throttleSource limits requests per source and refuses a source that has
-// failed authentication too often, before its key is checked.
+// throttleSource limits requests per source.
 func (s *Server) throttleSource(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		src := s.limits.sourceOf(r)
-		if blocked, wait := s.limits.authFailures.Blocked(src); blocked && r.Header.Get("Authorization") != "" {
-			s.fail(w, r, errcode.AuthThrottled.New("too many failed authentications from this address; retry in %ss", retryAfter(w, wait)))
-			return
-		}
-		if ok, wait := s.limits.source.Allow(src); !ok {
+		if ok, wait := s.limits.source.Allow(s.limits.sourceOf(r)); !ok {
 			s.fail(w, r, errcode.RateLimited.New("this address's rate limit is reached; retry in %ss", retryAfter(w, wait)))
 			return
 		}
@@ -89,8 +83,20 @@ func (s *Server) throttleSource(next http.Handler) http.Handler {
 	})
 }
 
-// authFailed counts a failed authentication against r's source.
-func (s *Server) authFailed(r *http.Request) { s.limits.authFailures.Failed(s.limits.sourceOf(r)) }
+// authFailed answers a failed authentication: 429 auth_throttled when r's
+// source has failed too often (a valid key from it still passes: guessing
+// ends, the key's owner goes on), else it counts the failure and answers
+// err.
+func (s *Server) authFailed(w http.ResponseWriter, r *http.Request, err error) {
+	src := s.limits.sourceOf(r)
+	if blocked, wait := s.limits.authFailures.Blocked(src); blocked {
+		s.fail(w, r, errcode.AuthThrottled.New("too many failed authentications from this address; retry in %ss", retryAfter(w, wait)))
+		return
+	}
+	s.limits.authFailures.Failed(src)
+	w.Header().Set("WWW-Authenticate", `Bearer realm="berth"`)
+	s.fail(w, r, err)
+}
 
 // throttleKey limits an authenticated request per key, creates more
 // strictly.

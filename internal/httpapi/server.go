@@ -320,11 +320,11 @@ func (s *Server) rejectQueryCredentials(next http.Handler) http.Handler {
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, err := s.cfg.Keys.Authenticate(r.Context(), r.Header.Get("Authorization"))
+		if errcode.Is(err, errcode.Unauthenticated) {
+			s.authFailed(w, r, err)
+			return
+		}
 		if err != nil {
-			if errcode.Is(err, errcode.Unauthenticated) {
-				s.authFailed(r)
-			}
-			w.Header().Set("WWW-Authenticate", `Bearer realm="berth"`)
 			s.fail(w, r, err)
 			return
 		}

@@ -10,31 +10,42 @@ import (
 	"github.com/berthdev/berth/internal/tenant"
 )
 
-// InsertAudit appends an entry (giving it an ID if it has none) and keeps
-// at most keep entries of its tenant, deleting the oldest beyond that;
-// keep <= 0 keeps them all.
-func (db *DB) InsertAudit(ctx context.Context, e *tenant.AuditEntry, keep int) error {
-	if e.ID == "" {
-		e.ID = ident.New("aud_")
+// InsertAudit appends entries (giving each an ID if it has none) in one
+// transaction and keeps at most keep entries of each tenant among them,
+// deleting the oldest beyond that; keep <= 0 keeps them all.
+func (db *DB) InsertAudit(ctx context.Context, entries []*tenant.AuditEntry, keep int) error {
+	if len(entries) == 0 {
+		return nil
 	}
 	err := db.tx(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO audit_log (`+auditColumns+`)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
-			e.ID, e.Tenant, formatTime(e.At), e.KeyID, e.KeyName, e.Method, e.Route, e.Resource,
-			e.Status, e.Reason, e.RequestID); err != nil {
-			return err
+		tenants := map[string]bool{}
+		for _, e := range entries {
+			if e.ID == "" {
+				e.ID = ident.New("aud_")
+			}
+			if _, err := tx.ExecContext(ctx, `INSERT INTO audit_log (`+auditColumns+`)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+				e.ID, e.Tenant, formatTime(e.At), e.KeyID, e.KeyName, e.Method, e.Route, e.Resource,
+				e.Status, e.Reason, e.RequestID); err != nil {
+				return err
+			}
+			tenants[e.Tenant] = true
 		}
 		if keep <= 0 {
 			return nil
 		}
 		// One index walk to the newest entry beyond keep, then a range
-		// delete of it and everything older. At steady state that is the
-		// one entry the insert pushed out.
-		_, err := tx.ExecContext(ctx, trimAuditSQL, e.Tenant, keep)
-		return err
+		// delete of it and everything older. At steady state those are
+		// the entries the inserts pushed out.
+		for t := range tenants {
+			if _, err := tx.ExecContext(ctx, trimAuditSQL, t, keep); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("inserting audit entry: %w", err)
+		return fmt.Errorf("inserting audit entries: %w", err)
 	}
 	return nil
 }

@@ -189,7 +189,7 @@ func insertAudit(t *testing.T, db *store.DB, tenantID string, at time.Time, keep
 	t.Helper()
 	e := &tenant.AuditEntry{Tenant: tenantID, At: at, KeyID: "key_1", KeyName: "ci", Method: "POST",
 		Route: "POST /v1/sandboxes", Resource: "sbx_1", Status: 201, RequestID: "req_1"}
-	if err := db.InsertAudit(context.Background(), e, keep); err != nil {
+	if err := db.InsertAudit(context.Background(), []*tenant.AuditEntry{e}, keep); err != nil {
 		t.Fatalf("InsertAudit: %v", err)
 	}
 	return e
@@ -288,7 +288,7 @@ func TestAuditPages(t *testing.T) {
 		e := &tenant.AuditEntry{Tenant: tenantID, At: base.Add(time.Duration(i/2) * time.Millisecond),
 			KeyID: "key_" + tenantID, KeyName: "name", Method: "DELETE", Route: "DELETE /v1/sandboxes/{id}",
 			Resource: fmt.Sprintf("sbx_%d", i), Status: 404, Reason: "sandbox_not_found", RequestID: fmt.Sprintf("req_%d", i)}
-		if err := db.InsertAudit(context.Background(), e, 1000); err != nil {
+		if err := db.InsertAudit(context.Background(), []*tenant.AuditEntry{e}, 1000); err != nil {
 			t.Fatal(err)
 		}
 		all = append(all, e)
