@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
+
 	"github.com/berthdev/berth/client"
 	"github.com/berthdev/berth/internal/apitype"
 	"github.com/berthdev/berth/internal/auth"
@@ -576,7 +578,6 @@ func readSandboxFile(t *testing.T, c *client.Client, id, path string) string {
 	return string(b)
 }
 
-
 // TestTenancyNoisyNeighbour is AUTH-13: tenant A floods creates, commands
 // and deletes at its quota and rate limits, from its own address, for a
 // bounded time; tenant B's commands meanwhile all succeed. (B's latency
@@ -654,5 +655,59 @@ func TestTenancyNoisyNeighbour(t *testing.T) {
 	// The flood was one: A met its limits.
 	if refused["quota_exceeded"]+refused["rate_limited"] == 0 {
 		t.Errorf("tenant A was never refused (%v): the flood did not reach its limits, so this test shows nothing", refused)
+	}
+}
+
+// TestTenancyRevocationClosesCDP: a CDP WebSocket of a process-mode
+// session closes within 5 s of its key's revocation.
+func TestTenancyRevocationClosesCDP(t *testing.T) {
+	t.Parallel()
+	testenv.NeedChromium(t)
+	d := testenv.StartDaemon(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	_, doomed := tenantKey(t, d, "acme", auth.ScopeExecution)
+	cd := client.New(d.URL, doomed.Secret)
+	s, err := cd.OpenBrowserSession(ctx, apitype.CreateBrowserSessionRequest{Mode: "process"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Client.CloseBrowserSession(context.WithoutCancel(ctx), s.ID)
+	endpoint := strings.Replace(d.URL, "http://", "ws://", 1) + "/v1/browser/sessions/" + s.ID + "/cdp"
+	conn, _, err := websocket.Dial(ctx, endpoint, &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + doomed.Secret}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.CloseNow()
+	conn.SetReadLimit(64 << 20)
+	// The control: the connection works before the revocation.
+	if err := conn.Write(ctx, websocket.MessageText, []byte(`{"id":1,"method":"Browser.getVersion"}`)); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		_, b, err := conn.Read(ctx)
+		if err != nil {
+			t.Fatalf("CDP before the revocation: %v", err)
+		}
+		if strings.Contains(string(b), `"id":1`) {
+			break
+		}
+	}
+	revoked := time.Now()
+	if err := d.Client.RevokeKey(ctx, doomed.ID); err != nil {
+		t.Fatal(err)
+	}
+	readCtx, stop := context.WithTimeout(ctx, 10*time.Second)
+	defer stop()
+	for {
+		if _, _, err := conn.Read(readCtx); err != nil {
+			if readCtx.Err() != nil {
+				t.Fatal("the revoked key's CDP connection is still open 10s after the revocation")
+			}
+			break
+		}
+	}
+	if d := time.Since(revoked); d > 5*time.Second {
+		t.Errorf("the CDP connection closed %v after the revocation, want within 5s", d)
 	}
 }
