@@ -89,12 +89,23 @@ func (s *uidState) leased(uid int) (int, bool) {
 	return i, i >= 0
 }
 
+// maxReleased bounds the line of released uids. Every lease and release
+// reads and rewrites the whole file, so an unbounded line (one entry per
+// uid ever released) made each create and delete cost milliseconds of CPU
+// under churn. A uid that falls off the front was released longest ago:
+// Lease, once the range is used up, takes free uids outside the line
+// before those in it, so it still comes first.
+const maxReleased = 1024
+
 // release ends lease i and puts its uid at the back of the line.
 func (s *uidState) release(i int) {
 	uid := s.Leases[i].UID
 	s.Leases = slices.Delete(s.Leases, i, i+1)
 	s.Released = slices.DeleteFunc(s.Released, func(r releasedUID) bool { return r.UID == uid })
 	s.Released = append(s.Released, releasedUID{UID: uid, At: time.Now().UTC()})
+	if n := len(s.Released); n > maxReleased {
+		s.Released = slices.Delete(s.Released, 0, n-maxReleased)
+	}
 }
 
 // Lease gives sandbox sandboxID of dataDir a uid no lease holds, no process
@@ -120,20 +131,26 @@ func (r *UIDRegistry) Lease(dataDir, sandboxID string, exclude map[int]bool) (in
 			}
 		}
 		if uid == 0 {
-			// Every uid has been used: the longest released first.
-			for i, rel := range s.Released {
-				if free(rel.UID) {
-					uid = rel.UID
-					s.Released = slices.Delete(s.Released, i, i+1)
+			// Every uid has been used. First those not in the line of
+			// released ones: released before the line's oldest (it is
+			// bounded), skipped as in use, or leases lost with an old
+			// file. Then the line's, the longest released first.
+			inLine := make(map[int]bool, len(s.Released))
+			for _, rel := range s.Released {
+				inLine[rel.UID] = true
+			}
+			for u := r.first; u < r.first+r.count; u++ {
+				if free(u) && !inLine[u] {
+					uid = u
 					break
 				}
 			}
 		}
 		if uid == 0 {
-			// Uids skipped as in use, and leases lost with an old file.
-			for u := r.first; u < r.first+r.count; u++ {
-				if free(u) && !slices.ContainsFunc(s.Released, func(rel releasedUID) bool { return rel.UID == u }) {
-					uid = u
+			for i, rel := range s.Released {
+				if free(rel.UID) {
+					uid = rel.UID
+					s.Released = slices.Delete(s.Released, i, i+1)
 					break
 				}
 			}

@@ -1,6 +1,7 @@
 package sandbox_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -275,5 +276,44 @@ func TestUIDRegistryWithoutFile(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Dir(path)); !os.IsNotExist(err) {
 		t.Errorf("Reconcile with nothing live made %s (%v)", filepath.Dir(path), err)
+	}
+}
+
+// TestUIDRegistryBoundedFile: churn does not grow the registry file (every
+// lease and release rewrites it whole); uids released longest ago are
+// still leased again once the range is used up.
+func TestUIDRegistryBoundedFile(t *testing.T) {
+	t.Parallel()
+	testenv.NeedLinux(t)
+	path := filepath.Join(t.TempDir(), "uids")
+	const count = 1100 // more than the line of released uids keeps
+	r := sandbox.NewUIDRegistry(path, testUIDs+1_000_000, count)
+	dataDir := t.TempDir()
+	var first int
+	for i := range count {
+		id := fmt.Sprintf("sbx_%d", i)
+		uid := leaseOrFatal(t, r, dataDir, id)
+		if i == 0 {
+			first = uid
+		}
+		releaseOrFatal(t, r, uid, dataDir, id)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var file struct {
+		Released []json.RawMessage `json:"released"`
+	}
+	if err := json.Unmarshal(b, &file); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(file.Released); n > 1024 {
+		t.Errorf("the registry file lines up %d released uids (%d bytes) after %d leases and releases, want at most 1024", n, len(b), count)
+	}
+	// Every uid has had a sandbox: the next lease is the one released
+	// longest ago, which fell off the line.
+	if got := leaseOrFatal(t, r, dataDir, "sbx_again"); got != first {
+		t.Errorf("Lease after the range is used up = %d, want %d, released longest ago", got, first)
 	}
 }
