@@ -172,6 +172,8 @@ sandboxes keep running and are re-adopted by the next start.`,
 	f.Var(&rates.PerSource, "rate-source", "requests per client address, as N/s, N/m or N/h[:burst] (off: no limit)")
 	f.Var(&rates.PerKey, "rate-key", "requests per API key")
 	f.Var(&rates.CreatesKey, "rate-creates", "creates (sandboxes, commands, sessions, jobs, keys...) per API key")
+	f.Var(&rates.PerTenant, "rate-tenant", "requests per tenant, all its keys together")
+	f.Var(&rates.CreatesTenant, "rate-tenant-creates", "creates per tenant, all its keys together")
 	f.Var(&rates.AuthFailures, "rate-auth-failures", "failed authentications per client address before it is refused for a while")
 	f.StringSliceVar(&trustedProxies, "trusted-proxy", nil, "IPs or CIDRs of proxies in front whose X-Forwarded-For names the client (none by default)")
 	f.StringVar(&logFormat, "log-format", "text", "log format: text or json")

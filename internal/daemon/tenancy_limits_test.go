@@ -944,3 +944,43 @@ func TestAuditLogRefusedCalls(t *testing.T) {
 		t.Errorf("the refused create's entry = %+v, want the read key's, 403 scope_insufficient", e)
 	}
 }
+
+// TestRateLimitPerTenant: a tenant's keys share the tenant's bucket, so
+// more keys do not buy more requests; another tenant's key goes on.
+func TestRateLimitPerTenant(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d := testenv.StartDaemon(t, func(cfg *daemon.Config) {
+		cfg.RateLimits = &httpapi.RateLimits{PerTenant: ratelimit.Rate{PerSecond: 0.05, Burst: 6}}
+	})
+	keysOf := func(tenant string, names ...string) []apitype.Key {
+		if _, err := d.Client.CreateTenant(ctx, apitype.CreateTenantRequest{Name: tenant}); err != nil {
+			t.Fatal(err)
+		}
+		var out []apitype.Key
+		for _, n := range names {
+			k, err := d.Client.CreateKey(ctx, apitype.CreateKeyRequest{Name: n, Scope: auth.ScopeExecution, Tenant: tenant})
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, k)
+		}
+		return out
+	}
+	acme := keysOf("acme", "a1", "a2", "a3")
+	other := keysOf("globex", "g1")
+	list := func(k apitype.Key) httpReply {
+		return sendProbe(t, d, httpProbe{method: "GET", path: "/v1/sandboxes", auth: bearerAuth(k.Secret)})
+	}
+	for i := range 6 { // two from each of acme's keys
+		list(acme[i%3]).wantStatus(t, fmt.Sprintf("acme's GET %d", i+1), http.StatusOK)
+	}
+	for _, k := range acme {
+		r := list(k)
+		r.wantError(t, "acme's key "+k.Name+" past the tenant's bucket", http.StatusTooManyRequests, errcode.ResourceExhausted, "rate_limited")
+		if !strings.Contains(r.body, "tenant's rate limit") {
+			t.Errorf("the refusal does not name the tenant's limit: %s", r.body)
+		}
+	}
+	list(other[0]).wantStatus(t, "another tenant's key", http.StatusOK)
+}

@@ -20,10 +20,14 @@ import (
 
 // RateLimits configures the limits; a zero Rate is no limit.
 type RateLimits struct {
-	PerSource    ratelimit.Rate
-	PerKey       ratelimit.Rate
-	CreatesKey   ratelimit.Rate
-	AuthFailures ratelimit.Rate // failed authentications per source
+	PerSource  ratelimit.Rate
+	PerKey     ratelimit.Rate
+	CreatesKey ratelimit.Rate
+	// PerTenant and CreatesTenant bound a tenant's keys together, so
+	// that more keys do not make a tenant a louder neighbour.
+	PerTenant     ratelimit.Rate
+	CreatesTenant ratelimit.Rate
+	AuthFailures  ratelimit.Rate // failed authentications per source
 	// TrustedProxies are the only peers whose X-Forwarded-For counts.
 	TrustedProxies []netip.Prefix
 }
@@ -31,26 +35,31 @@ type RateLimits struct {
 // DefaultRateLimits are generous for one machine's clients and still end
 // floods and key guessing.
 var DefaultRateLimits = RateLimits{
-	PerSource:    ratelimit.Rate{PerSecond: 1000, Burst: 2000},
-	PerKey:       ratelimit.Rate{PerSecond: 200, Burst: 400},
-	CreatesKey:   ratelimit.Rate{PerSecond: 20, Burst: 40},
-	AuthFailures: ratelimit.Rate{PerSecond: 20.0 / 60, Burst: 20},
+	PerSource:     ratelimit.Rate{PerSecond: 1000, Burst: 2000},
+	PerKey:        ratelimit.Rate{PerSecond: 200, Burst: 400},
+	CreatesKey:    ratelimit.Rate{PerSecond: 20, Burst: 40},
+	PerTenant:     ratelimit.Rate{PerSecond: 400, Burst: 800},
+	CreatesTenant: ratelimit.Rate{PerSecond: 40, Burst: 80},
+	AuthFailures:  ratelimit.Rate{PerSecond: 20.0 / 60, Burst: 20},
 }
 
 const rateLimitKeys = 1 << 16
 
 type limiters struct {
-	cfg                  RateLimits
-	source, key, creates *ratelimit.Limiter
-	authFailures         *ratelimit.Failures
+	cfg                   RateLimits
+	source, key, creates  *ratelimit.Limiter
+	tenant, tenantCreates *ratelimit.Limiter
+	authFailures          *ratelimit.Failures
 }
 
 func newLimiters(cfg RateLimits) *limiters {
 	return &limiters{cfg: cfg,
-		source:       ratelimit.New(cfg.PerSource, rateLimitKeys),
-		key:          ratelimit.New(cfg.PerKey, rateLimitKeys),
-		creates:      ratelimit.New(cfg.CreatesKey, rateLimitKeys),
-		authFailures: ratelimit.NewFailures(cfg.AuthFailures, rateLimitKeys),
+		source:        ratelimit.New(cfg.PerSource, rateLimitKeys),
+		key:           ratelimit.New(cfg.PerKey, rateLimitKeys),
+		creates:       ratelimit.New(cfg.CreatesKey, rateLimitKeys),
+		tenant:        ratelimit.New(cfg.PerTenant, rateLimitKeys),
+		tenantCreates: ratelimit.New(cfg.CreatesTenant, rateLimitKeys),
+		authFailures:  ratelimit.NewFailures(cfg.AuthFailures, rateLimitKeys),
 	}
 }
 
@@ -106,15 +115,27 @@ func (s *Server) throttleKey(pattern string, next http.Handler) http.Handler {
 	// hundred, and the per-key limit bounds them.
 	create := idempotentRoutes[pattern] || pattern == "POST /v1/convert/{action}"
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		key := principalOf(r).KeyID
-		if ok, wait := s.limits.key.Allow(key); !ok {
+		p := principalOf(r)
+		if ok, wait := s.limits.key.Allow(p.KeyID); !ok {
 			s.fail(w, r, errcode.RateLimited.New("this key's rate limit is reached; retry in %ss", retryAfter(w, wait)))
 			return
 		}
+		if p.Tenant != "" {
+			if ok, wait := s.limits.tenant.Allow(p.Tenant); !ok {
+				s.fail(w, r, errcode.RateLimited.New("this tenant's rate limit is reached; retry in %ss", retryAfter(w, wait)))
+				return
+			}
+		}
 		if create {
-			if ok, wait := s.limits.creates.Allow(key); !ok {
+			if ok, wait := s.limits.creates.Allow(p.KeyID); !ok {
 				s.fail(w, r, errcode.RateLimited.New("this key's rate limit on creates is reached; retry in %ss", retryAfter(w, wait)))
 				return
+			}
+			if p.Tenant != "" {
+				if ok, wait := s.limits.tenantCreates.Allow(p.Tenant); !ok {
+					s.fail(w, r, errcode.RateLimited.New("this tenant's rate limit on creates is reached; retry in %ss", retryAfter(w, wait)))
+					return
+				}
 			}
 		}
 		next.ServeHTTP(w, r)
