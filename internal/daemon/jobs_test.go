@@ -1096,3 +1096,82 @@ func TestJobProfileUnhealthyAfterFailedStarts(t *testing.T) {
 		t.Errorf("office-pdf: %+v, %v; want available (its profile is sound)", h, err)
 	}
 }
+
+// TestJobCapacityPerEndUser: the end user a tenant's application names
+// (Berth-User, or the job's user field) is whom the per-user capacity
+// counts, and a tenant's own jobs limit bounds all its users together.
+func TestJobCapacityPerEndUser(t *testing.T) {
+	needJobs(t)
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	d := testenv.StartDaemon(t, func(c *daemon.Config) { c.JobCapacity = jobs.Capacity{Global: 20, Tenant: 4, User: 1} })
+	alice := client.New(d.URL, d.Token, client.WithUser("alice"))
+
+	// run submits jobs and returns the most of them seen active at once.
+	run := func(submit func(i int) (apitype.Job, error), n int) int {
+		t.Helper()
+		var ids []string
+		for i := range n {
+			j, err := submit(i)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, j.ID)
+		}
+		most := 0
+		for deadline := time.Now().Add(3 * time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			active, done := 0, 0
+			for _, id := range ids {
+				j, err := d.Client.Job(ctx, id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				switch j.State {
+				case apitype.JobStarting, apitype.JobRunning:
+					active++
+				case apitype.JobSucceeded, apitype.JobFailed, apitype.JobCanceled:
+					done++
+				}
+			}
+			most = max(most, active)
+			if done == n {
+				break
+			}
+		}
+		for _, id := range ids {
+			if j, _ := d.Client.Job(ctx, id); j.State != apitype.JobSucceeded {
+				t.Errorf("job %s ended %s", id, j.State)
+			}
+		}
+		return most
+	}
+	page := func(i int) apitype.CreateJobRequest {
+		req := slowPage(2 * time.Second)
+		req.Inputs["n.txt"] = inline([]byte(strconv.Itoa(i)))
+		return req
+	}
+	// Two users of one key: one job each at a time, both at once.
+	if most := run(func(i int) (apitype.Job, error) {
+		if i%2 == 0 {
+			return alice.CreateJob(ctx, page(i))
+		}
+		req := page(i)
+		req.User = "bob"
+		return d.Client.CreateJob(ctx, req)
+	}, 4); most != 2 {
+		t.Errorf("alice's and bob's jobs (1 per user): at most %d ran at once, want 2", most)
+	}
+	// The tenant's own limit of 1 holds them all to one.
+	one := 1
+	if _, err := d.Client.SetTenant(ctx, "default", apitype.SetTenantRequest{Jobs: &one}); err != nil {
+		t.Fatal(err)
+	}
+	if most := run(func(i int) (apitype.Job, error) {
+		req := page(i)
+		req.User = "user-" + strconv.Itoa(i)
+		return d.Client.CreateJob(ctx, req)
+	}, 3); most != 1 {
+		t.Errorf("three users' jobs under the tenant's jobs limit 1: at most %d ran at once, want 1", most)
+	}
+}
