@@ -622,7 +622,9 @@ func TestTenancyNoisyNeighbour(t *testing.T) {
 				case 0:
 					var sb apitype.Sandbox
 					if sb, err = ca.CreateSandbox(flood, apitype.CreateSandboxRequest{Lazy: true}); err == nil {
-						err = ca.DeleteSandbox(flood, sb.ID)
+						// Finished even when the flood's time is up, so
+						// nothing is half deleted at cleanup.
+						err = ca.DeleteSandbox(context.WithoutCancel(flood), sb.ID)
 					}
 				case 1:
 					_, err = ca.Run(flood, sbA.ID, apitype.CreateCommandRequest{Command: "true"})

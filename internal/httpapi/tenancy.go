@@ -107,7 +107,7 @@ func (s *Server) guard(kind ownerKind, next http.Handler) http.Handler {
 	})
 }
 
-// sandboxTenants caches each sandbox's tenant: once set it never changes
+// tenantCache caches each sandbox's tenant: once set it never changes
 // (a warm-pool member has none until its claim gives it one) and IDs are
 // never reused, so an entry can only be stale for a deleted sandbox, which
 // the handler then finds missing.
