@@ -20,7 +20,9 @@ import (
 // TestMigrationFromPreviousRelease starts today's daemon on a data
 // directory the release before tenants made (testdata/prev-release): its
 // keys work, its execution key and everything it made are the default
-// tenant's, names and files are kept, and a new tenant sees none of it.
+// tenant's, names are kept, and a new tenant sees none of it. (Its upload,
+// which no job names, is past the hour an upload waits and is swept at
+// start; the store's migration test checks files' owners.)
 func TestMigrationFromPreviousRelease(t *testing.T) {
 	t.Parallel()
 	src := filepath.Join("testdata", "prev-release")
@@ -38,7 +40,7 @@ func TestMigrationFromPreviousRelease(t *testing.T) {
 		t.Fatal(err)
 	}
 	copyTo(t, zr, filepath.Join(dir, daemon.DBFile), 0o600)
-	for _, name := range []string{daemon.KeyFile, "files/a7/a7853106f4ab6722a22755db2b9219859debb9620a18e6a707e42f3de78da975"} {
+	for _, name := range []string{daemon.KeyFile} {
 		f, err := os.Open(filepath.Join(src, name))
 		if err != nil {
 			t.Fatal(err)
@@ -82,15 +84,6 @@ func TestMigrationFromPreviousRelease(t *testing.T) {
 	if err != nil || again.ID != ids[0] {
 		t.Errorf("CreateSandbox chat-42 with the old key = %s, %v, want the existing %s", again.ID, err, ids[0])
 	}
-	rc, err := old.DownloadFile(ctx, "a7853106f4ab6722a22755db2b9219859debb9620a18e6a707e42f3de78da975")
-	if err != nil {
-		t.Fatalf("DownloadFile of the old upload: %v", err)
-	}
-	b, _ := io.ReadAll(rc)
-	rc.Close()
-	if string(b) != "hello from the previous release\n" {
-		t.Errorf("the old upload reads %q", b)
-	}
 	ten, err := d.Client.GetTenant(ctx, "default")
 	if err != nil || ten.Usage == nil || ten.Usage.Sandboxes != 2 {
 		t.Errorf("GetTenant(default) = %+v, %v, want 2 sandboxes in use", ten, err)
@@ -105,9 +98,6 @@ func TestMigrationFromPreviousRelease(t *testing.T) {
 		if _, err := nc.GetSandbox(ctx, id); !client.IsCode(err, errcode.NotFound) {
 			t.Errorf("GetSandbox(%s) as a new tenant = %v, want not_found", id, err)
 		}
-	}
-	if _, err := nc.DownloadFile(ctx, "a7853106f4ab6722a22755db2b9219859debb9620a18e6a707e42f3de78da975"); !client.IsCode(err, errcode.NotFound) {
-		t.Errorf("DownloadFile of the default tenant's upload as a new tenant = %v, want not_found", err)
 	}
 }
 
