@@ -79,15 +79,27 @@ func (c *Client) Job(ctx context.Context, id string) (apitype.Job, error) {
 	return out, err
 }
 
-// JobFilter selects jobs to list.
+// JobFilter selects jobs to list: a page of Limit (default 100) after
+// Cursor (a page's NextCursor).
 type JobFilter struct {
 	State, Action string
 	Limit         int
+	Cursor        string
 }
 
-// Jobs lists jobs, newest first.
+// Jobs lists jobs, newest first: the first page f selects.
 func (c *Client) Jobs(ctx context.Context, f JobFilter) ([]apitype.Job, error) {
+	page, err := c.JobsPage(ctx, f)
+	return page.Jobs, err
+}
+
+// JobsPage lists a page of jobs, newest first, with the cursor of the
+// next page when there is one.
+func (c *Client) JobsPage(ctx context.Context, f JobFilter) (apitype.Jobs, error) {
 	q := url.Values{}
+	if f.Cursor != "" {
+		q.Set("cursor", f.Cursor)
+	}
 	if f.State != "" {
 		q.Set("state", f.State)
 	}
@@ -99,7 +111,7 @@ func (c *Client) Jobs(ctx context.Context, f JobFilter) ([]apitype.Job, error) {
 	}
 	var out apitype.Jobs
 	err := c.doJSON(ctx, http.MethodGet, "/v1/jobs", q, nil, &out)
-	return out.Jobs, err
+	return out, err
 }
 
 // CancelJob cancels a job and returns it once canceled.

@@ -60,6 +60,12 @@ type httpReply struct {
 
 func sendProbe(t *testing.T, d *testenv.Daemon, p httpProbe) httpReply {
 	t.Helper()
+	return sendProbeFrom(t, probeClient, d, p)
+}
+
+// sendProbeFrom is sendProbe through hc.
+func sendProbeFrom(t *testing.T, hc *http.Client, d *testenv.Daemon, p httpProbe) httpReply {
+	t.Helper()
 	var body io.Reader
 	if p.body != "" {
 		body = strings.NewReader(p.body)
@@ -77,7 +83,7 @@ func sendProbe(t *testing.T, d *testenv.Daemon, p httpProbe) httpReply {
 	if p.auth != "" {
 		req.Header.Set("Authorization", p.auth)
 	}
-	resp, err := probeClient.Do(req)
+	resp, err := hc.Do(req)
 	if err != nil {
 		t.Fatalf("%s %s: %v", p.method, p.path, err)
 	}

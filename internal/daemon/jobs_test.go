@@ -22,6 +22,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -1173,5 +1174,50 @@ func TestJobCapacityPerEndUser(t *testing.T) {
 		return d.Client.CreateJob(ctx, req)
 	}, 3); most != 1 {
 		t.Errorf("three users' jobs under the tenant's jobs limit 1: at most %d ran at once, want 1", most)
+	}
+
+	// The list pages, newest first, with a cursor only its tenant may use.
+	all, err := d.Client.Jobs(ctx, client.JobFilter{})
+	if err != nil || len(all) != 7 {
+		t.Fatalf("Jobs = %d, %v, want the 7 jobs", len(all), err)
+	}
+	var walked []string
+	f := client.JobFilter{Limit: 3}
+	var cursor string
+	for range 5 {
+		page, err := d.Client.JobsPage(ctx, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, j := range page.Jobs {
+			walked = append(walked, j.ID)
+		}
+		if cursor == "" {
+			cursor = page.NextCursor
+		}
+		if f.Cursor = page.NextCursor; f.Cursor == "" {
+			break
+		}
+	}
+	var want []string
+	for _, j := range all {
+		want = append(want, j.ID)
+	}
+	if !slices.Equal(walked, want) {
+		t.Errorf("pages of 3 walked %v, want %v", walked, want)
+	}
+	if _, err := d.Client.CreateTenant(ctx, apitype.CreateTenantRequest{Name: "other"}); err != nil {
+		t.Fatal(err)
+	}
+	k, err := d.Client.CreateKey(ctx, apitype.CreateKeyRequest{Name: "other", Tenant: "other"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := client.New(d.URL, k.Secret)
+	if list, err := other.Jobs(ctx, client.JobFilter{}); err != nil || len(list) != 0 {
+		t.Errorf("another tenant's Jobs = %d, %v, want none", len(list), err)
+	}
+	if _, err := other.JobsPage(ctx, client.JobFilter{Limit: 3, Cursor: cursor}); !client.IsReason(err, "cursor_invalid") {
+		t.Errorf("the default tenant's cursor with another tenant's key = %v, want cursor_invalid", err)
 	}
 }

@@ -49,38 +49,6 @@ func sourceClient(t *testing.T, ip string) *http.Client {
 	return &http.Client{Transport: tr, Timeout: 2 * time.Minute}
 }
 
-// sendProbeFrom is sendProbe through hc.
-func sendProbeFrom(t *testing.T, hc *http.Client, d *testenv.Daemon, p httpProbe) httpReply {
-	t.Helper()
-	var body io.Reader
-	if p.body != "" {
-		body = strings.NewReader(p.body)
-	}
-	req, err := http.NewRequest(p.method, d.URL+p.path, body)
-	if err != nil {
-		t.Fatalf("%s %s: %v", p.method, p.path, err)
-	}
-	for k, vs := range p.header {
-		req.Header[k] = vs
-	}
-	if p.body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if p.auth != "" {
-		req.Header.Set("Authorization", p.auth)
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", p.method, p.path, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatalf("%s %s: reading body: %v", p.method, p.path, err)
-	}
-	return httpReply{status: resp.StatusCode, header: resp.Header, body: string(b)}
-}
-
 // wantStatus fails t unless r has status.
 func (r httpReply) wantStatus(t *testing.T, what string, status int) {
 	t.Helper()

@@ -176,13 +176,9 @@ func (s *Server) handleAudit() http.Handler {
 			s.fail(w, r, err)
 			return
 		}
-		out := apitype.AuditLog{Entries: []apitype.AuditEntry{}}
-		for i, e := range list {
-			if i == limit {
-				last := list[limit-1]
-				out.NextCursor = s.cursor(r, "audit", position{last.At, last.ID}.String())
-				break
-			}
+		list, next := nextPage(s, r, "audit", list, limit, func(e *tenant.AuditEntry) position { return position{e.At, e.ID} })
+		out := apitype.AuditLog{Entries: []apitype.AuditEntry{}, NextCursor: next}
+		for _, e := range list {
 			out.Entries = append(out.Entries, apitype.AuditEntry{ID: e.ID, Tenant: e.Tenant, At: e.At, KeyID: e.KeyID,
 				KeyName: e.KeyName, Method: e.Method, Route: e.Route, Resource: e.Resource, Status: e.Status,
 				Reason: e.Reason, RequestID: e.RequestID})

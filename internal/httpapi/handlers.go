@@ -191,23 +191,24 @@ func (s *Server) handleListSandboxes() http.Handler {
 			return
 		}
 		scope, state := scopeOf(r), q.Get("state")
-		out := apitype.SandboxList{Sandboxes: []apitype.Sandbox{}}
+		var page []*sandbox.Sandbox
 		for _, sb := range all {
-			switch {
-			case sb.Pool != "": // not anyone's yet
-			case scope != sandbox.AnyTenant && sb.Tenant != scope:
-			case !after.before(sb.CreatedAt, sb.ID):
-			case state != "" && sb.State != state:
-			case limit > 0 && len(out.Sandboxes) == limit:
-				last := out.Sandboxes[limit-1]
-				out.NextCursor = s.cursor(r, "sandboxes", position{last.CreatedAt, last.ID}.String())
-			default:
-				out.Sandboxes = append(out.Sandboxes, s.toAPISandbox(sb))
+			if sb.Pool != "" || // not anyone's yet
+				(scope != sandbox.AnyTenant && sb.Tenant != scope) ||
+				!after.before(sb.CreatedAt, sb.ID) || (state != "" && sb.State != state) {
 				continue
 			}
-			if out.NextCursor != "" {
+			if page = append(page, sb); limit > 0 && len(page) > limit {
 				break
 			}
+		}
+		out := apitype.SandboxList{Sandboxes: []apitype.Sandbox{}}
+		if limit > 0 {
+			page, out.NextCursor = nextPage(s, r, "sandboxes", page, limit,
+				func(sb *sandbox.Sandbox) position { return position{sb.CreatedAt, sb.ID} })
+		}
+		for _, sb := range page {
+			out.Sandboxes = append(out.Sandboxes, s.toAPISandbox(sb))
 		}
 		wire.Encode(w, http.StatusOK, out)
 	})

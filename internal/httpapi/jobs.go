@@ -148,35 +148,29 @@ func (s *Server) handleListJobs() http.Handler {
 			return
 		}
 		q := r.URL.Query()
-		f := jobs.Filter{State: q.Get("state"), Action: q.Get("action"), Limit: 100}
-		if l := q.Get("limit"); l != "" {
-			n, err := strconv.Atoi(l)
-			if err != nil || n < 1 || n > 1000 {
-				s.fail(w, r, errcode.InvalidFields(map[string]string{"limit": "must be 1-1000"}))
-				return
-			}
-			f.Limit = n
+		limit, err := pageLimit(q.Get("limit"))
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		if limit == 0 {
+			limit = 100
 		}
 		before, err := s.readPosition(r, "jobs")
 		if err != nil {
 			s.fail(w, r, err)
 			return
 		}
-		f.Before, f.BeforeAt = before.ID, before.At
-		limit := f.Limit
-		f.Limit++ // one more says whether there is a next page
+		// One more than a page says whether there is a next one.
+		f := jobs.Filter{State: q.Get("state"), Action: q.Get("action"), Limit: limit + 1, Before: before.ID, BeforeAt: before.At}
 		list, err := s.cfg.Jobs.List(r.Context(), s.jobPrincipal(r), f)
 		if err != nil {
 			s.fail(w, r, err)
 			return
 		}
-		out := apitype.Jobs{Jobs: []apitype.Job{}}
-		for i, j := range list {
-			if i == limit {
-				last := list[limit-1]
-				out.NextCursor = s.cursor(r, "jobs", position{last.CreatedAt, last.ID}.String())
-				break
-			}
+		list, next := nextPage(s, r, "jobs", list, limit, func(j *jobs.Job) position { return position{j.CreatedAt, j.ID} })
+		out := apitype.Jobs{Jobs: []apitype.Job{}, NextCursor: next}
+		for _, j := range list {
 			out.Jobs = append(out.Jobs, j.View())
 		}
 		wire.Encode(w, http.StatusOK, out)

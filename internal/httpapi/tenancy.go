@@ -250,6 +250,16 @@ func (s *Server) readPosition(r *http.Request, list string) (position, error) {
 	return position{t, id}, nil
 }
 
+// nextPage trims items, listed with one more than limit, to limit, and
+// returns the cursor of the next page of list when there is one.
+func nextPage[T any](s *Server, r *http.Request, list string, items []T, limit int, pos func(T) position) ([]T, string) {
+	if len(items) <= limit {
+		return items, ""
+	}
+	items = items[:limit]
+	return items, s.cursor(r, list, pos(items[limit-1]).String())
+}
+
 // pageLimit reads ?limit=: 0 (all) when absent, else 1-1000.
 func pageLimit(v string) (int, error) {
 	if v == "" {
