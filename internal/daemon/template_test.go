@@ -354,3 +354,86 @@ func TestTemplatePool(t *testing.T) {
 		t.Errorf("in a sandbox claimed from the template's pool: %q %q", rec.Stdout, rec.Stderr)
 	}
 }
+
+// TestTemplateTenancy: a tenant's template is its own (another tenant
+// neither sees nor uses it, and may own one of the same name); a shared
+// one, built with the admin key, every tenant starts from but only the
+// operator removes; by name a tenant's own comes first.
+func TestTemplateTenancy(t *testing.T) {
+	t.Parallel()
+	needIsolated(t)
+	d := testenv.StartDaemon(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	_, ka := tenantKey(t, d, "acme", "execution")
+	_, kb := tenantKey(t, d, "globex", "execution")
+	ca, cb := client.New(d.URL, ka.Secret), client.New(d.URL, kb.Secret)
+	build := func(c *client.Client, name, marker string) {
+		t.Helper()
+		if _, err := c.BuildTemplate(ctx, apitype.BuildTemplateRequest{Name: name,
+			Steps: []apitype.TemplateStep{{Run: "mkdir -p /opt/m && echo " + marker + " > /opt/m/who"}}}); err != nil {
+			t.Fatalf("BuildTemplate(%s, %s): %v", name, marker, err)
+		}
+		if tpl := waitTemplate(t, c, name); tpl.State != apitype.TemplateReady {
+			t.Fatalf("template %s (%s) = %+v, want ready", name, marker, tpl)
+		}
+	}
+	who := func(c *client.Client, tpl string) string {
+		t.Helper()
+		sb, err := c.CreateSandbox(ctx, apitype.CreateSandboxRequest{Template: tpl})
+		if err != nil {
+			t.Fatalf("CreateSandbox(template %s): %v", tpl, err)
+		}
+		return strings.TrimSpace(runIn(t, c, sb.ID, apitype.CreateCommandRequest{Command: "cat /opt/m/who"}).Stdout)
+	}
+	build(ca, "web", "acme")
+	build(d.Client, "shared", "operator")
+
+	// Globex neither sees nor starts from acme's.
+	if _, err := cb.Template(ctx, "web"); !client.IsReason(err, "template_not_found") {
+		t.Errorf("globex's Template(web) = %v, want template_not_found", err)
+	}
+	if _, err := cb.CreateSandbox(ctx, apitype.CreateSandboxRequest{Template: "web"}); !client.IsReason(err, "template_not_found") {
+		t.Errorf("globex's sandbox from acme's web = %v, want template_not_found", err)
+	}
+	if err := cb.DeleteTemplate(ctx, "web"); !client.IsReason(err, "template_not_found") {
+		t.Errorf("globex's DeleteTemplate(web) = %v, want template_not_found", err)
+	}
+	names := func(c *client.Client) string {
+		list, err := c.Templates(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, tpl := range list {
+			out = append(out, tpl.Name)
+		}
+		return strings.Join(out, ",")
+	}
+	if got := names(cb); got != "base,shared" {
+		t.Errorf("globex's templates = %s, want base,shared", got)
+	}
+	if got := names(ca); got != "base,shared,web" {
+		t.Errorf("acme's templates = %s, want base,shared,web", got)
+	}
+	// Each tenant's own web; the shared one for both.
+	build(cb, "web", "globex")
+	if a, b := who(ca, "web"), who(cb, "web"); a != "acme" || b != "globex" {
+		t.Errorf("web for acme, globex = %s, %s; want each its own", a, b)
+	}
+	if a, b := who(ca, "shared"), who(cb, "shared"); a != "operator" || b != "operator" {
+		t.Errorf("shared for acme, globex = %s, %s; want the operator's", a, b)
+	}
+	// A tenant's own comes first by name; only the operator removes a
+	// shared one.
+	build(ca, "shared", "acme-own")
+	if got := who(ca, "shared"); got != "acme-own" {
+		t.Errorf("acme's shared = %s, want its own first", got)
+	}
+	if err := cb.DeleteTemplate(ctx, "shared"); !client.IsCode(err, errcode.PermissionDenied) {
+		t.Errorf("globex's DeleteTemplate(shared) = %v, want permission_denied", err)
+	}
+	if _, err := cb.Template(ctx, "shared"); err != nil {
+		t.Errorf("the shared template after globex's attempt: %v", err)
+	}
+}

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 
 	"github.com/berthdev/berth/internal/errcode"
@@ -53,11 +54,14 @@ func (db *DB) GetTemplate(ctx context.Context, nameOrID string) (*sandbox.Templa
 // or a shared one; by name its own comes first. sandbox.AnyTenant sees
 // every template, shared ones first by name.
 func (db *DB) TemplateFor(ctx context.Context, tenant, nameOrID string) (*sandbox.Template, error) {
-	row := db.db.QueryRowContext(ctx, `SELECT `+templateColumns+` FROM templates
-		WHERE (id = $1 OR name = $1) AND tenant_id IN ($2, '') ORDER BY tenant_id DESC LIMIT 1`, nameOrID, tenant)
+	// One query runs: a *sql.Row holds its connection until scanned.
+	var row *sql.Row
 	if tenant == sandbox.AnyTenant {
 		row = db.db.QueryRowContext(ctx, `SELECT `+templateColumns+` FROM templates
 		WHERE id = $1 OR name = $1 ORDER BY id = $1 DESC, tenant_id, id LIMIT 1`, nameOrID)
+	} else {
+		row = db.db.QueryRowContext(ctx, `SELECT `+templateColumns+` FROM templates
+		WHERE (id = $1 OR name = $1) AND tenant_id IN ($2, '') ORDER BY tenant_id DESC LIMIT 1`, nameOrID, tenant)
 	}
 	t, err := scanTemplate(row)
 	return t, notFound(err, errcode.TemplateNotFound, "template", nameOrID)

@@ -18,7 +18,9 @@ import (
 	gocmp "github.com/google/go-cmp/cmp"
 
 	"github.com/berthdev/berth/internal/apitype"
+	"github.com/berthdev/berth/internal/errcode"
 	"github.com/berthdev/berth/internal/jobs"
+	"github.com/berthdev/berth/internal/sandbox"
 	"github.com/berthdev/berth/internal/store"
 	"github.com/berthdev/berth/internal/tenant"
 )
@@ -531,6 +533,50 @@ func TestTenancyMigrationJobsMove(t *testing.T) {
 	for _, id := range []string{"job_a", "job_b"} {
 		if _, err := db.ChangeJob(ctx, id, jobs.Change{To: apitype.JobSucceeded}); err != nil {
 			t.Errorf("ChangeJob(%s, succeeded) after the migration: %v", id, err)
+		}
+	}
+}
+
+// TestTemplateFor: a tenant sees its own templates and the shared ones,
+// its own first by name, never another's; AnyTenant sees all, shared
+// first. Many lookups in a row finish: none holds a reader (the pool has
+// eight) after it answers.
+func TestTemplateFor(t *testing.T) {
+	t.Parallel()
+	db := open(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	now := time.Now().UTC()
+	mk := func(id, tenantID, name string) {
+		t.Helper()
+		if err := db.CreateTemplate(ctx, &sandbox.Template{ID: id, Tenant: tenantID, Name: name, State: "ready",
+			Source: "built", CreatedAt: now, UpdatedAt: now}); err != nil {
+			t.Fatalf("CreateTemplate(%s): %v", id, err)
+		}
+	}
+	mk("tpl_shared", "", "web")
+	mk("tpl_a", "ten_a", "web")
+	mk("tpl_b", "ten_b", "own")
+	tests := []struct{ tenantID, nameOrID, want string }{
+		{"ten_a", "web", "tpl_a"},      // its own first
+		{"ten_b", "web", "tpl_shared"}, // the shared one
+		{"ten_b", "own", "tpl_b"},
+		{"ten_a", "own", ""},   // another's: not found
+		{"ten_a", "tpl_b", ""}, // by ID too
+		{"ten_a", "tpl_shared", "tpl_shared"},
+		{sandbox.AnyTenant, "web", "tpl_shared"}, // shared first
+		{sandbox.AnyTenant, "tpl_b", "tpl_b"},
+		{sandbox.AnyTenant, "own", "tpl_b"},
+	}
+	for range 4 { // 36 lookups: a reader held by each would exhaust the pool
+		for _, tt := range tests {
+			got, err := db.TemplateFor(ctx, tt.tenantID, tt.nameOrID)
+			switch {
+			case tt.want == "" && !errcode.Has(err, errcode.TemplateNotFound):
+				t.Fatalf("TemplateFor(%s, %s) = %v, %v; want template_not_found", tt.tenantID, tt.nameOrID, got, err)
+			case tt.want != "" && (err != nil || got.ID != tt.want):
+				t.Fatalf("TemplateFor(%s, %s) = %v, %v; want %s", tt.tenantID, tt.nameOrID, got, err, tt.want)
+			}
 		}
 	}
 }
