@@ -4,7 +4,8 @@ import "time"
 
 // TenantLimits bound what a tenant holds at once; 0 (or absent) is no
 // limit of the tenant's own. Jobs bounds its running jobs (0: the
-// daemon's per-tenant capacity).
+// daemon's per-tenant capacity). The same fields as tenant.Limits, which
+// converts to it.
 type TenantLimits struct {
 	MaxSandboxes        int     `json:"max_sandboxes,omitempty"`
 	MaxRunningSandboxes int     `json:"max_running_sandboxes,omitempty"`

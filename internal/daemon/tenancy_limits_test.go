@@ -917,26 +917,15 @@ func TestAuditLogRefusedCalls(t *testing.T) {
 // more keys do not buy more requests; another tenant's key goes on.
 func TestRateLimitPerTenant(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
 	d := testenv.StartDaemon(t, func(cfg *daemon.Config) {
 		cfg.RateLimits = &httpapi.RateLimits{PerTenant: ratelimit.Rate{PerSecond: 0.05, Burst: 6}}
 	})
-	keysOf := func(tenant string, names ...string) []apitype.Key {
-		if _, err := d.Client.CreateTenant(ctx, apitype.CreateTenantRequest{Name: tenant}); err != nil {
-			t.Fatal(err)
-		}
-		var out []apitype.Key
-		for _, n := range names {
-			k, err := d.Client.CreateKey(ctx, apitype.CreateKeyRequest{Name: n, Scope: auth.ScopeExecution, Tenant: tenant})
-			if err != nil {
-				t.Fatal(err)
-			}
-			out = append(out, k)
-		}
-		return out
+	var acme []apitype.Key
+	for range 3 {
+		_, k := tenantKey(t, d, "acme", auth.ScopeExecution)
+		acme = append(acme, k)
 	}
-	acme := keysOf("acme", "a1", "a2", "a3")
-	other := keysOf("globex", "g1")
+	_, other := tenantKey(t, d, "globex", auth.ScopeExecution)
 	list := func(k apitype.Key) httpReply {
 		return sendProbe(t, d, httpProbe{method: "GET", path: "/v1/sandboxes", auth: bearerAuth(k.Secret)})
 	}
@@ -945,10 +934,10 @@ func TestRateLimitPerTenant(t *testing.T) {
 	}
 	for _, k := range acme {
 		r := list(k)
-		r.wantError(t, "acme's key "+k.Name+" past the tenant's bucket", http.StatusTooManyRequests, errcode.ResourceExhausted, "rate_limited")
+		r.wantError(t, "acme's key "+k.ID+" past the tenant's bucket", http.StatusTooManyRequests, errcode.ResourceExhausted, "rate_limited")
 		if !strings.Contains(r.body, "tenant's rate limit") {
 			t.Errorf("the refusal does not name the tenant's limit: %s", r.body)
 		}
 	}
-	list(other[0]).wantStatus(t, "another tenant's key", http.StatusOK)
+	list(other).wantStatus(t, "another tenant's key", http.StatusOK)
 }

@@ -38,7 +38,7 @@ func (s *Server) handleOpenBrowserSession() http.Handler {
 				"which tenant mode refuses; sandboxed (isolated) browser sessions are not built yet"))
 			return
 		}
-		owner := browser.Owner{Tenant: s.tenantOf(r), MaxSessions: s.tenantLimits(r).BrowserSessions}
+		owner := browser.Owner{Tenant: s.tenantOf(r), MaxSessions: s.tenantLimits(r).MaxBrowserSessions}
 		sess, err := s.cfg.Browsers.Open(r.Context(), owner, req)
 		if err != nil {
 			s.fail(w, r, err)

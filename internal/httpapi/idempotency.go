@@ -63,24 +63,13 @@ var idempotentRoutes = map[string]bool{
 
 // captureWriter passes the answer on and keeps a copy of it.
 type captureWriter struct {
-	http.ResponseWriter
-	status int
-	body   bytes.Buffer
-}
-
-func (c *captureWriter) WriteHeader(code int) {
-	if c.status == 0 {
-		c.status = code
-	}
-	c.ResponseWriter.WriteHeader(code)
+	statusWriter
+	body bytes.Buffer
 }
 
 func (c *captureWriter) Write(b []byte) (int, error) {
-	if c.status == 0 {
-		c.status = http.StatusOK
-	}
 	c.body.Write(b)
-	return c.ResponseWriter.Write(b)
+	return c.statusWriter.Write(b)
 }
 
 func (s *Server) idempotent(pattern string, next http.Handler) http.Handler {
@@ -115,7 +104,7 @@ func (s *Server) idempotent(pattern string, next http.Handler) http.Handler {
 			s.replay(w, r, rec, pattern, digest)
 			return
 		}
-		cw := &captureWriter{ResponseWriter: w}
+		cw := &captureWriter{statusWriter: statusWriter{ResponseWriter: w}}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		// The first run ends what it began even if its client leaves: the
 		// retry is what the key is for.

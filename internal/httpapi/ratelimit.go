@@ -116,26 +116,23 @@ func (s *Server) throttleKey(pattern string, next http.Handler) http.Handler {
 	create := idempotentRoutes[pattern] || pattern == "POST /v1/convert/{action}"
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p := principalOf(r)
-		if ok, wait := s.limits.key.Allow(p.KeyID); !ok {
-			s.fail(w, r, errcode.RateLimited.New("this key's rate limit is reached; retry in %ss", retryAfter(w, wait)))
-			return
+		buckets := []struct {
+			l        *ratelimit.Limiter
+			key, who string
+			on       bool
+		}{
+			{s.limits.key, p.KeyID, "this key's rate limit", true},
+			{s.limits.tenant, p.Tenant, "this tenant's rate limit", p.Tenant != ""},
+			{s.limits.creates, p.KeyID, "this key's rate limit on creates", create},
+			{s.limits.tenantCreates, p.Tenant, "this tenant's rate limit on creates", create && p.Tenant != ""},
 		}
-		if p.Tenant != "" {
-			if ok, wait := s.limits.tenant.Allow(p.Tenant); !ok {
-				s.fail(w, r, errcode.RateLimited.New("this tenant's rate limit is reached; retry in %ss", retryAfter(w, wait)))
-				return
+		for _, b := range buckets {
+			if !b.on {
+				continue
 			}
-		}
-		if create {
-			if ok, wait := s.limits.creates.Allow(p.KeyID); !ok {
-				s.fail(w, r, errcode.RateLimited.New("this key's rate limit on creates is reached; retry in %ss", retryAfter(w, wait)))
+			if ok, wait := b.l.Allow(b.key); !ok {
+				s.fail(w, r, errcode.RateLimited.New("%s is reached; retry in %ss", b.who, retryAfter(w, wait)))
 				return
-			}
-			if p.Tenant != "" {
-				if ok, wait := s.limits.tenantCreates.Allow(p.Tenant); !ok {
-					s.fail(w, r, errcode.RateLimited.New("this tenant's rate limit on creates is reached; retry in %ss", retryAfter(w, wait)))
-					return
-				}
 			}
 		}
 		next.ServeHTTP(w, r)

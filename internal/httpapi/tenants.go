@@ -11,18 +11,8 @@ import (
 	"github.com/berthdev/berth/internal/wire"
 )
 
-func limitsFrom(l apitype.TenantLimits) tenant.Limits {
-	return tenant.Limits{Sandboxes: l.MaxSandboxes, RunningSandboxes: l.MaxRunningSandboxes, MemoryMB: l.MaxMemoryMB,
-		CPUs: l.MaxCPUs, DiskMB: l.MaxDiskMB, BrowserSessions: l.MaxBrowserSessions, Jobs: l.Jobs}
-}
-
-func limitsOf(l tenant.Limits) apitype.TenantLimits {
-	return apitype.TenantLimits{MaxSandboxes: l.Sandboxes, MaxRunningSandboxes: l.RunningSandboxes, MaxMemoryMB: l.MemoryMB,
-		MaxCPUs: l.CPUs, MaxDiskMB: l.DiskMB, MaxBrowserSessions: l.BrowserSessions, Jobs: l.Jobs}
-}
-
 func tenantView(t *tenant.Tenant) apitype.Tenant {
-	return apitype.Tenant{ID: t.ID, Name: t.Name, Limits: limitsOf(t.Limits), CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt}
+	return apitype.Tenant{ID: t.ID, Name: t.Name, Limits: apitype.TenantLimits(t.Limits), CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt}
 }
 
 // usage is what tenant t holds now, across sandboxes, browsers and jobs.
@@ -31,8 +21,7 @@ func (s *Server) usage(r *http.Request, id string) (apitype.TenantUsage, error) 
 	if err != nil {
 		return apitype.TenantUsage{}, err
 	}
-	out := apitype.TenantUsage{Sandboxes: u.Sandboxes, RunningSandboxes: u.RunningSandboxes, MemoryMB: u.MemoryMB,
-		CPUs: u.CPUs, DiskMB: u.DiskMB}
+	out := apitype.TenantUsage(u)
 	if s.cfg.Browsers != nil {
 		out.BrowserSessions = s.cfg.Browsers.Count(id)
 	}
@@ -64,7 +53,7 @@ func (s *Server) handleCreateTenant() http.Handler {
 			s.fail(w, r, err)
 			return
 		}
-		l := limitsFrom(req.Limits)
+		l := tenant.Limits(req.Limits)
 		if p := l.Valid(); len(p) > 0 {
 			s.fail(w, r, errcode.InvalidFields(p))
 			return
@@ -143,35 +132,23 @@ func (s *Server) handleSetTenant() http.Handler {
 			s.fail(w, r, err)
 			return
 		}
-		l := limitsOf(t.Limits)
-		set := func(dst *int, v *int) {
-			if v != nil {
-				*dst = *v
-			}
-		}
-		set(&l.MaxSandboxes, req.MaxSandboxes)
-		set(&l.MaxRunningSandboxes, req.MaxRunningSandboxes)
-		set(&l.MaxBrowserSessions, req.MaxBrowserSessions)
-		set(&l.Jobs, req.Jobs)
-		if req.MaxMemoryMB != nil {
-			l.MaxMemoryMB = *req.MaxMemoryMB
-		}
-		if req.MaxDiskMB != nil {
-			l.MaxDiskMB = *req.MaxDiskMB
-		}
-		if req.MaxCPUs != nil {
-			l.MaxCPUs = *req.MaxCPUs
-		}
-		nl := limitsFrom(l)
-		if p := nl.Valid(); len(p) > 0 {
+		l := t.Limits
+		setIf(&l.MaxSandboxes, req.MaxSandboxes)
+		setIf(&l.MaxRunningSandboxes, req.MaxRunningSandboxes)
+		setIf(&l.MaxMemoryMB, req.MaxMemoryMB)
+		setIf(&l.MaxCPUs, req.MaxCPUs)
+		setIf(&l.MaxDiskMB, req.MaxDiskMB)
+		setIf(&l.MaxBrowserSessions, req.MaxBrowserSessions)
+		setIf(&l.Jobs, req.Jobs)
+		if p := l.Valid(); len(p) > 0 {
 			s.fail(w, r, errcode.InvalidFields(p))
 			return
 		}
-		if err := s.cfg.Tenants.SetTenantLimits(r.Context(), t.ID, nl); err != nil {
+		if err := s.cfg.Tenants.SetTenantLimits(r.Context(), t.ID, l); err != nil {
 			s.fail(w, r, err)
 			return
 		}
-		t.Limits, t.UpdatedAt = nl, time.Now().UTC()
+		t.Limits, t.UpdatedAt = l, time.Now().UTC()
 		wire.Encode(w, http.StatusOK, tenantView(t))
 	})
 }
@@ -199,4 +176,11 @@ func (s *Server) handleDeleteTenant() http.Handler {
 		s.cfg.Keys.Revoked(revoked...)
 		w.WriteHeader(http.StatusNoContent)
 	})
+}
+
+// setIf sets *dst to *v when a request gave v.
+func setIf[T any](dst, v *T) {
+	if v != nil {
+		*dst = *v
+	}
 }

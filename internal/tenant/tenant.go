@@ -38,12 +38,12 @@ type Tenant struct {
 // Limits bound what a tenant holds at once. Zero is no limit of the
 // tenant's own.
 type Limits struct {
-	Sandboxes        int     `json:"max_sandboxes,omitempty"`
-	RunningSandboxes int     `json:"max_running_sandboxes,omitempty"`
-	MemoryMB         int64   `json:"max_memory_mb,omitempty"`
-	CPUs             float64 `json:"max_cpus,omitempty"`
-	DiskMB           int64   `json:"max_disk_mb,omitempty"`
-	BrowserSessions  int     `json:"max_browser_sessions,omitempty"`
+	MaxSandboxes        int     `json:"max_sandboxes,omitempty"`
+	MaxRunningSandboxes int     `json:"max_running_sandboxes,omitempty"`
+	MaxMemoryMB         int64   `json:"max_memory_mb,omitempty"`
+	MaxCPUs             float64 `json:"max_cpus,omitempty"`
+	MaxDiskMB           int64   `json:"max_disk_mb,omitempty"`
+	MaxBrowserSessions  int     `json:"max_browser_sessions,omitempty"`
 	// Jobs is how many of the tenant's jobs run at once (the rest queue);
 	// zero takes the daemon's per-tenant job capacity.
 	Jobs int `json:"jobs,omitempty"`
@@ -91,12 +91,12 @@ func (l Limits) Valid() map[string]string {
 			p[field] = "must be 0 (no limit) or more"
 		}
 	}
-	check("max_sandboxes", l.Sandboxes < 0)
-	check("max_running_sandboxes", l.RunningSandboxes < 0)
-	check("max_memory_mb", l.MemoryMB < 0)
-	check("max_cpus", l.CPUs < 0)
-	check("max_disk_mb", l.DiskMB < 0)
-	check("max_browser_sessions", l.BrowserSessions < 0)
+	check("max_sandboxes", l.MaxSandboxes < 0)
+	check("max_running_sandboxes", l.MaxRunningSandboxes < 0)
+	check("max_memory_mb", l.MaxMemoryMB < 0)
+	check("max_cpus", l.MaxCPUs < 0)
+	check("max_disk_mb", l.MaxDiskMB < 0)
+	check("max_browser_sessions", l.MaxBrowserSessions < 0)
 	check("jobs", l.Jobs < 0)
 	return p
 }
@@ -115,12 +115,12 @@ func (l Limits) Check(use, more Usage) error {
 		use, after float64
 	}
 	for _, c := range []q{
-		{"max_sandboxes", float64(l.Sandboxes), float64(use.Sandboxes), float64(use.Sandboxes + more.Sandboxes)},
-		{"max_running_sandboxes", float64(l.RunningSandboxes), float64(use.RunningSandboxes), float64(use.RunningSandboxes + more.RunningSandboxes)},
-		{"max_memory_mb", float64(l.MemoryMB), float64(use.MemoryMB), float64(use.MemoryMB + more.MemoryMB)},
-		{"max_cpus", l.CPUs, use.CPUs, use.CPUs + more.CPUs},
-		{"max_disk_mb", float64(l.DiskMB), float64(use.DiskMB), float64(use.DiskMB + more.DiskMB)},
-		{"max_browser_sessions", float64(l.BrowserSessions), float64(use.BrowserSessions), float64(use.BrowserSessions + more.BrowserSessions)},
+		{"max_sandboxes", float64(l.MaxSandboxes), float64(use.Sandboxes), float64(use.Sandboxes + more.Sandboxes)},
+		{"max_running_sandboxes", float64(l.MaxRunningSandboxes), float64(use.RunningSandboxes), float64(use.RunningSandboxes + more.RunningSandboxes)},
+		{"max_memory_mb", float64(l.MaxMemoryMB), float64(use.MemoryMB), float64(use.MemoryMB + more.MemoryMB)},
+		{"max_cpus", l.MaxCPUs, use.CPUs, use.CPUs + more.CPUs},
+		{"max_disk_mb", float64(l.MaxDiskMB), float64(use.DiskMB), float64(use.DiskMB + more.DiskMB)},
+		{"max_browser_sessions", float64(l.MaxBrowserSessions), float64(use.BrowserSessions), float64(use.BrowserSessions + more.BrowserSessions)},
 	} {
 		if c.limit > 0 && c.after > c.limit && c.after > c.use {
 			return Exceeded(c.name, trim(c.limit), trim(c.use))
