@@ -609,12 +609,15 @@ func TestTenancyNoisyNeighbour(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	flood, stop := context.WithTimeout(ctx, 8*time.Second)
+	// Bounded, and light enough not to starve the suite's other tests
+	// (job tests run beside it): two flooders for five seconds still meet
+	// A's quota.
+	flood, stop := context.WithTimeout(ctx, 5*time.Second)
 	defer stop()
 	var mu sync.Mutex
 	refused := map[string]int{}
 	var wg sync.WaitGroup
-	for w := range 4 {
+	for w := range 2 {
 		wg.Go(func() {
 			for i := 0; flood.Err() == nil; i++ {
 				var err error
@@ -636,6 +639,7 @@ func TestTenancyNoisyNeighbour(t *testing.T) {
 					mu.Lock()
 					refused[ce.Reason]++
 					mu.Unlock()
+					time.Sleep(10 * time.Millisecond) // refused, not spinning
 				}
 			}
 		})
@@ -652,7 +656,7 @@ func TestTenancyNoisyNeighbour(t *testing.T) {
 	wg.Wait()
 	t.Logf("tenant B: %d commands, %d failed; tenant A refused: %v", calls, failed, refused)
 	if calls < 5 {
-		t.Errorf("tenant B ran only %d commands in 8s of flood", calls)
+		t.Errorf("tenant B ran only %d commands in 5s of flood", calls)
 	}
 	// The flood was one: A met its limits.
 	if refused["quota_exceeded"]+refused["rate_limited"] == 0 {
