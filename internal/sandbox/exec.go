@@ -58,7 +58,10 @@ func (m *Manager) Exec(ctx context.Context, sandboxID string, req ExecSpec, q ur
 	if err := m.ValidExec(&req); err != nil {
 		return nil, err
 	}
-	sb, err := m.ready(ctx, sandboxID)
+	// Held: the idle reaper must not stop the sandbox under a command
+	// being started (or waited for) before watch counts it.
+	sb, release, err := m.readyHeld(ctx, sandboxID, true)
+	defer release()
 	if err != nil {
 		return nil, err
 	}

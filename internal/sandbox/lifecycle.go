@@ -92,24 +92,47 @@ func (m *Manager) Agent(ctx context.Context, id string) (*agent.Client, error) {
 // (pending), starting it again (hibernated) or resuming it (paused), and
 // marks it used. Any call to a sleeping sandbox wakes it transparently.
 func (m *Manager) ready(ctx context.Context, id string) (*Sandbox, error) {
-	sb, err := m.store.GetSandbox(ctx, id)
-	if err != nil {
-		return nil, err
+	sb, release, err := m.readyHeld(ctx, id, false)
+	release()
+	return sb, err
+}
+
+// readyHeld is ready that, with hold, keeps the sandbox in use (the idle
+// reaper leaves it alone) until release is called; release is never nil.
+func (m *Manager) readyHeld(ctx context.Context, id string, hold bool) (sb *Sandbox, release func(), err error) {
+	release = func() {}
+	if sb, err = m.store.GetSandbox(ctx, id); err != nil {
+		return nil, release, err
 	}
-	m.touch(id)
+	release, waited := m.use(id, hold)
+	if waited {
+		// The idle reaper was pausing, hibernating or deleting it.
+		if sb, err = m.store.GetSandbox(ctx, id); err != nil {
+			release()
+			m.mu.Lock()
+			delete(m.lastUse, id)
+			m.mu.Unlock()
+			return nil, func() {}, err
+		}
+	}
 	switch sb.State {
 	case apitype.StatePending, apitype.StateHibernated:
-		if err := m.bringUp(ctx, id, sb.State); err != nil {
-			return nil, err
-		}
+		err = m.bringUp(ctx, id, sb.State)
 	case apitype.StatePaused:
-		if err := m.Resume(ctx, id); err != nil && !errcode.Is(err, errcode.Conflict) {
-			return nil, err
+		if err = m.Resume(ctx, id); errcode.Is(err, errcode.Conflict) {
+			err = nil
 		}
 	default:
-		return sb, nil
+		return sb, release, nil
 	}
-	return m.store.GetSandbox(ctx, id)
+	if err == nil {
+		sb, err = m.store.GetSandbox(ctx, id)
+	}
+	if err != nil {
+		release()
+		return nil, func() {}, err
+	}
+	return sb, release, nil
 }
 
 // bringUp starts sandbox id's agent if the sandbox is still in state from:

@@ -102,6 +102,7 @@ type Manager struct {
 	oomBase  map[string]int           // OOM kill count of a command's sandbox when it started
 	lastUse  map[string]time.Time     // when each sandbox was last used, for idle policies
 	busy     map[string]int           // running commands being watched, by sandbox
+	reaping  map[string]chan struct{} // idle actions under way, closed when each ends (touch waits)
 	building map[string]bool          // template build sandboxes, whose root is writable
 
 	poolWake chan struct{} // asks the pool filler to look now
@@ -146,6 +147,7 @@ func NewManager(cfg Config, store Store, runtimes ...Runtime) *Manager {
 		watching: make(map[string]bool),
 		oomBase:  make(map[string]int),
 		lastUse:  make(map[string]time.Time),
+		reaping:  make(map[string]chan struct{}),
 		busy:     make(map[string]int),
 		poolWake: make(chan struct{}, 1),
 		building: make(map[string]bool),

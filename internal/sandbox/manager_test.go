@@ -3,10 +3,12 @@ package sandbox_test
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"net/url"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/berthdev/berth/internal/apitype"
 	"github.com/berthdev/berth/internal/errcode"
@@ -183,5 +185,34 @@ func TestManagerLimitAndValidation(t *testing.T) {
 	}
 	if _, err := m.Exec(ctx, "sbx_none", sandbox.ExecSpec{Command: "true"}, nil); !errcode.Has(err, errcode.SandboxNotFound) {
 		t.Errorf("Exec in a sandbox that never existed = %v, want %s", err, errcode.SandboxNotFound)
+	}
+}
+
+// TestIdleReaperRacesCalls calls a sandbox without pause while its idle
+// policy hibernates it at every reaper round: a call that arrives while
+// the reaper hibernates it waits and wakes it, and never fails with
+// sandbox_not_running (a call once met the sandbox between its agent's
+// stop and its hibernated state). The control: the reaper did hibernate
+// it during the calls, seen as new agent processes after wakes.
+func TestIdleReaperRacesCalls(t *testing.T) {
+	t.Parallel()
+	m := newManager(t, nil)
+	ctx := context.Background()
+	sb, _, err := m.Create(ctx, sandbox.CreateSpec{Idle: &sandbox.IdlePolicy{HibernateAfterMS: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Calls at random gaps of up to 30 ms: the reaper's rounds (every
+	// second) meet the sandbox idle, and calls meet it mid-hibernation.
+	pids := map[int]bool{}
+	for end := time.Now().Add(15 * time.Second); time.Now().Before(end) && len(pids) < 5; {
+		echo(t, m, sb.ID, "up")
+		if s, err := m.Get(ctx, sb.ID); err == nil && s.AgentPID != 0 {
+			pids[s.AgentPID] = true
+		}
+		time.Sleep(time.Duration(rand.IntN(30)) * time.Millisecond)
+	}
+	if len(pids) < 2 {
+		t.Errorf("the sandbox ran one agent (%v) through 15 s of a 1 ms idle policy: the reaper never hibernated it", pids)
 	}
 }
