@@ -116,6 +116,10 @@ type BrowserAction struct {
 	Files []BrowserFile `json:"files,omitempty"`
 	// Drag: the element to drop on.
 	To *BrowserTarget `json:"to,omitempty"`
+	// Lease is the token of the session's human-control lease: while a
+	// lease is held, only actions that carry its token run (409
+	// control_held otherwise). It is never journaled or echoed.
+	Lease string `json:"lease,omitempty"`
 }
 
 // BrowserFile is a file an upload puts in a file input.

@@ -49,6 +49,23 @@ func (m *Manager) Do(ctx context.Context, id string, a apitype.BrowserAction) (a
 	if err := s.alive(); err != nil {
 		return nil, err
 	}
+	// A person holding control excludes automation (control.go).
+	if err := s.admitControl(a.Lease); err != nil {
+		return nil, err
+	}
+	// The journal records the start before the action runs and its end
+	// after (journal.go); a failed write admits nothing.
+	finish, err := s.journalBegin(ctx, a)
+	if err != nil {
+		return nil, err
+	}
+	res, err := s.run(ctx, a, timeout)
+	finish(err)
+	return res, err
+}
+
+// run runs action a on the session's current page, holding busy.
+func (s *Session) run(ctx context.Context, a apitype.BrowserAction, timeout time.Duration) (any, error) {
 	s.mu.Lock()
 	s.lastUsed = time.Now()
 	s.mu.Unlock()
