@@ -39,7 +39,9 @@ func (a *app) browserCommand() *cobra.Command {
 
 	var timeout time.Duration
 	cmd.PersistentFlags().DurationVar(&timeout, "timeout", 0, "how long an action may take, waits for its target included (default 30s, at most 2m)")
-	var mode, viewport string
+	var lease string
+	cmd.PersistentFlags().StringVar(&lease, "lease", "", "the human-control lease token to act with while control is held (berth browser control acquire)")
+	var mode, viewport, provider string
 	open := &cobra.Command{
 		Use: "open", Short: "Open a session and print its id", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -47,7 +49,7 @@ func (a *app) browserCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			req := apitype.CreateBrowserSessionRequest{Mode: mode}
+			req := apitype.CreateBrowserSessionRequest{Mode: mode, Provider: provider}
 			if viewport != "" {
 				w, h, ok := strings.Cut(viewport, "x")
 				wi, werr := strconv.Atoi(w)
@@ -62,7 +64,7 @@ func (a *app) browserCommand() *cobra.Command {
 				return err
 			}
 			fmt.Fprintln(a.stdout, s.ID)
-			if s.Mode == apitype.BrowserModeProcess {
+			if s.Mode == apitype.BrowserModeProcess || s.Mode == apitype.BrowserModeIsolated {
 				// What a Playwright or Puppeteer user needs next.
 				ws := "ws" + strings.TrimPrefix(c.BaseURL(), "http") + "/v1/browser/sessions/" + s.ID + "/cdp"
 				fmt.Fprintf(a.stderr, "cdp: %s\n  (send the API key as Authorization: Bearer; Playwright: chromium.connectOverCDP(url, {headers}))\n", ws)
@@ -70,7 +72,8 @@ func (a *app) browserCommand() *cobra.Command {
 			return nil
 		},
 	}
-	open.Flags().StringVar(&mode, "mode", "", "context (default: a browser context in a shared browser) or process (a browser of its own)")
+	open.Flags().StringVar(&mode, "mode", "", "context (default: a browser context in a shared browser), process (a browser of its own) or isolated (a browser in a sandbox of its own)")
+	open.Flags().StringVar(&provider, "provider", "", "browserbase or steel: a remote session at a provider configured on the daemon (implies --mode remote)")
 	open.Flags().StringVar(&viewport, "viewport", "", "viewport as WIDTHxHEIGHT (default 800x600)")
 
 	ls := &cobra.Command{
@@ -105,6 +108,7 @@ func (a *app) browserCommand() *cobra.Command {
 				}
 				act := build(args)
 				act.TimeoutMS = timeout.Milliseconds()
+				act.Lease = lease
 				var res json.RawMessage
 				if err := c.BrowserAction(cmd.Context(), args[0], act, &res); err != nil {
 					return err
@@ -140,7 +144,7 @@ func (a *app) browserCommand() *cobra.Command {
 				return err
 			}
 			var snap apitype.BrowserSnapshot
-			if err := c.BrowserAction(cmd.Context(), args[0], apitype.BrowserAction{Op: "snapshot"}, &snap); err != nil {
+			if err := c.BrowserAction(cmd.Context(), args[0], apitype.BrowserAction{Op: "snapshot", Lease: lease}, &snap); err != nil {
 				return err
 			}
 			fmt.Fprint(a.stdout, snap.YAML)
@@ -175,9 +179,13 @@ func (a *app) browserCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return c.CloseBrowserSession(cmd.Context(), args[0])
+			return c.CloseBrowserSessionLease(cmd.Context(), args[0], lease)
 		},
 	}
 	cmd.AddCommand(open, ls, goTo, click, fill, press, snapshot, shot, eval, closeCmd)
+	cmd.AddCommand(a.browserLiveCommands()...)
+	cmd.AddCommand(a.browserRecordCommand())
+	cmd.AddCommand(a.browserStateCommands()...)
+	cmd.AddCommand(a.browserTraceCommand())
 	return cmd
 }

@@ -569,6 +569,8 @@ func TestServeValidation(t *testing.T) {
 		{"env size", []string{"BERTH_OUTPUT_CAP=lots"}, nil, "BERTH_OUTPUT_CAP"},
 		{"warm pool", nil, []string{"--warm-pool", "base"}, "--warm-pool"},
 		{"warm pool size", nil, []string{"--warm-pool", "base=-1"}, "--warm-pool"},
+		{"journal entries", nil, []string{"--browser-journal-entries", "10001"}, "--browser-journal-entries must be 1-10000"},
+		{"env journal entries", []string{"BERTH_BROWSER_JOURNAL_ENTRIES=0"}, nil, "--browser-journal-entries"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -36,6 +36,10 @@ func (a *app) serveCommand() *cobra.Command {
 		chromium                              string
 		maxBrowserSessions                    int
 		browserIdle                           time.Duration
+		providers                             providerFlags
+		browserIsolatedRuntime                string
+		browserIsolatedWarm                   int
+		browserJournalEntries                 int
 		maxSandboxes, maxCommands, maxHistory int
 		commandTimeout, maxCommandTimeout     time.Duration
 		outputCap, maxUpload                  = sizeValue(agent.DefaultOutputCap), sizeValue(agent.DefaultMaxUpload)
@@ -52,6 +56,7 @@ func (a *app) serveCommand() *cobra.Command {
 		rates                                 = httpapi.DefaultRateLimits
 		trustedProxies                        []string
 	)
+	recording := &browser.RecordingConfig{} // browser_record.go
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the Berth daemon",
@@ -101,6 +106,16 @@ sandboxes keep running and are re-adopted by the next start.`,
 				return usageError{fmt.Errorf("--trusted-proxy: %w", err)}
 			}
 			rates.TrustedProxies = proxies
+			browserProviders, err := providers.build()
+			if err != nil {
+				return usageError{err}
+			}
+			if browserJournalEntries < 1 || browserJournalEntries > browser.MaxJournalEntries {
+				return usageError{fmt.Errorf("--browser-journal-entries must be 1-%d", browser.MaxJournalEntries)}
+			}
+			if browserIsolatedWarm < 0 || browserIsolatedWarm > 16 {
+				return usageError{fmt.Errorf("--browser-isolated-warm must be 0-16")}
+			}
 			if jobReuse < 1 || jobReuse > 1000 {
 				return usageError{fmt.Errorf("--job-runtime-reuse must be 1-1000")}
 			}
@@ -113,8 +128,10 @@ sandboxes keep running and are re-adopted by the next start.`,
 				OutputCap: int64(outputCap), MaxUpload: int64(maxUpload),
 				DefaultTimeout: commandTimeout, MaxTimeout: maxCommandTimeout,
 				DefaultRuntime: defaultRuntime, OCIRuntime: ociRuntime, Runsc: runsc, UIDRegistry: uidRegistry,
-				PreviewDomain: previewDomain, WarmPools: pools, Logger: log,
-				Chromium: chromium, MaxBrowserSessions: maxBrowserSessions, BrowserIdleTimeout: browserIdle,
+				PreviewDomain: previewDomain, WarmPools: pools,
+				Chromium: chromium, MaxBrowserSessions: maxBrowserSessions, BrowserIdleTimeout: browserIdle, BrowserProviders: browserProviders,
+				BrowserIsolatedRuntime: browserIsolatedRuntime, BrowserIsolatedWarm: browserIsolatedWarm,
+				BrowserJournalEntries: browserJournalEntries, Logger: log, BrowserRecordings: *recording,
 				JobsRuntime: jobsRuntime, NoJobWorkers: !jobWorkers, JobCapacity: jobCap, JobPools: jp, JobProfiles: profiles,
 				ActionsDir: actionsDir, JobChromium: chromium, Soffice: soffice, JobReuse: jobReuse,
 				JobRetention: jobRetention, AllowEmptyDatabase: allowEmptyDatabase, Egress: egress,
@@ -141,6 +158,12 @@ sandboxes keep running and are re-adopted by the next start.`,
 	f.StringVar(&chromium, "chromium", "", "Chromium binary of browser sessions (default: chromium-headless-shell, else chromium, on PATH)")
 	f.IntVar(&maxBrowserSessions, "max-browser-sessions", browser.DefaultMaxSessions, "most browser sessions open at once")
 	f.DurationVar(&browserIdle, "browser-idle-timeout", browser.DefaultIdleTimeout, "close a browser session after this long without an action")
+	providers.register(f)
+	f.StringVar(&browserIsolatedRuntime, "browser-isolated-runtime", "container", "runtime of isolated browser sessions' sandboxes: container or gvisor")
+	f.IntVar(&browserIsolatedWarm, "browser-isolated-warm", 1, "isolated browsers (a sandbox with Chromium up) kept started ahead of demand (0: none)")
+	f.IntVar(&browserJournalEntries, "browser-journal-entries", browser.DefaultJournalEntries,
+		fmt.Sprintf("latest actions kept in each browser session's journal (at most %d)", browser.MaxJournalEntries))
+	addRecordingFlags(f, recording)
 	f.StringVar(&jobsRuntime, "jobs-runtime", "container", "runtime of job sandboxes: container, gvisor or none (jobs off)")
 	f.BoolVar(&allowEmptyDatabase, "allow-empty-database", false,
 		"start even if the database is empty while sandbox directories exist (they are quarantined, not removed)")

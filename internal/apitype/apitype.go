@@ -275,6 +275,15 @@ type BrowserInfo struct {
 	Reason      string `json:"reason,omitempty"`
 	Sessions    int    `json:"sessions"`
 	MaxSessions int    `json:"max_sessions"`
+	// Isolated sessions (Chromium in a sandbox of its own): whether they
+	// can open here (else why not), and the warm pool's ready browsers
+	// of its size.
+	IsolatedAvailable bool   `json:"isolated_available"`
+	IsolatedReason    string `json:"isolated_reason,omitempty"`
+	IsolatedReady     int    `json:"isolated_ready"`
+	IsolatedWarm      int    `json:"isolated_warm"`
+	// Providers are the remote providers configured on the daemon.
+	Providers []string `json:"providers,omitempty"`
 }
 
 // Pool is a warm pool: Size sandboxes of Template kept started on Runtime,

@@ -7,6 +7,9 @@ const (
 	BrowserModeContext = "context" // a browser context in a shared, warm browser
 	BrowserModeProcess = "process" // a browser process of its own
 	BrowserModeRemote  = "remote"  // attached to a CDP WebSocket URL elsewhere
+	// BrowserModeIsolated is a browser of its own in a sandbox of its own
+	// (container or gvisor), on the egress network only.
+	BrowserModeIsolated = "isolated"
 
 	BrowserOpen    = "open"
 	BrowserCrashed = "crashed" // its browser or page died; Reason says how
@@ -22,7 +25,8 @@ type Viewport struct {
 // CreateBrowserSessionRequest is the body of POST /v1/browser/sessions.
 type CreateBrowserSessionRequest struct {
 	Mode      string    `json:"mode,omitempty"`
-	CDPURL    string    `json:"cdp_url,omitempty"` // remote: the browser's CDP WebSocket URL
+	CDPURL    string    `json:"cdp_url,omitempty"`  // remote: the browser's CDP WebSocket URL
+	Provider  string    `json:"provider,omitempty"` // remote, instead of CDPURL: browserbase or steel, with the daemon's credentials
 	Viewport  *Viewport `json:"viewport,omitempty"`
 	UserAgent string    `json:"user_agent,omitempty"`
 	Locale    string    `json:"locale,omitempty"`
@@ -54,6 +58,13 @@ type BrowserSession struct {
 	CreatedAt  time.Time `json:"created_at"`
 	LastUsedAt time.Time `json:"last_used_at"`
 	ExpiresAt  time.Time `json:"expires_at"`
+	// Provider and ProviderSessionID name a remote session's browser at
+	// its provider (the ID until it is released).
+	Provider          string `json:"provider,omitempty"`
+	ProviderSessionID string `json:"provider_session_id,omitempty"`
+	// SandboxID is the sandbox an isolated session's browser runs in (an
+	// internal sandbox: an admin key reads its network log).
+	SandboxID string `json:"sandbox_id,omitempty"`
 }
 
 // BrowserSessionList is the body of GET /v1/browser/sessions.
@@ -116,6 +127,22 @@ type BrowserAction struct {
 	Files []BrowserFile `json:"files,omitempty"`
 	// Drag: the element to drop on.
 	To *BrowserTarget `json:"to,omitempty"`
+	// Dialog policy: TTLMS is how long it waits for a dialog (default
+	// 10000, at most 30000).
+	TTLMS int64 `json:"ttl_ms,omitempty"`
+	// Diagnostics: ConsoleText switches keeping console text on or off
+	// (off purges the kept text); Clear empties the ring.
+	ConsoleText *bool `json:"console_text,omitempty"`
+	Clear       bool  `json:"clear,omitempty"`
+	// Inspect: MaxTextLength bounds each text field (default 256, at most
+	// 4096).
+	MaxTextLength int `json:"max_text_length,omitempty"`
+	// Accessibility: Depth bounds the tree (default and most 20); Boxes adds
+	// each ref's box.
+	Depth int  `json:"depth,omitempty"`
+	Boxes bool `json:"boxes,omitempty"`
+	// ArtifactID names a session artifact (downloadRead, downloadDelete).
+	ArtifactID string `json:"artifact_id,omitempty"`
 	// Lease is the token of the session's human-control lease: while a
 	// lease is held, only actions that carry its token run (409
 	// control_held otherwise). It is never journaled or echoed.
@@ -135,6 +162,9 @@ type BrowserDownload struct {
 	URL      string `json:"url"` // without credentials, query or fragment
 	Size     int64  `json:"size"`
 	Base64   string `json:"base64"`
+	// ArtifactID is the session artifact the file is kept as (read and
+	// delete it with downloadRead and downloadDelete).
+	ArtifactID string `json:"artifact_id"`
 }
 
 // BrowserEvent is one entry of a session's diagnostics ring.
@@ -146,6 +176,8 @@ type BrowserEvent struct {
 	URL    string    `json:"url,omitempty"`  // without credentials, query or fragment
 	Status int64     `json:"status,omitempty"`
 	Method string    `json:"method,omitempty"`
+	// Action is what was done with a dialog: accepted or dismissed.
+	Action string `json:"action,omitempty"`
 }
 
 // BrowserActionResult is the answer of an action.

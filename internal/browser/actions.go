@@ -27,7 +27,6 @@ const (
 	maxExpressionSize = 64 << 10
 	maxTypeChars      = 64 << 10
 	maxPages          = 16
-	dialogPolicyTTL   = 30 * time.Second
 	pollInterval      = 50 * time.Millisecond
 )
 
@@ -42,7 +41,7 @@ func (m *Manager) Do(ctx context.Context, id string, a apitype.BrowserAction) (a
 	if err != nil {
 		return nil, err
 	}
-	if !s.busy.TryLock() {
+	if !s.lockAction(ctx) { // waits out a recording's capture (recording.go)
 		return nil, errcode.Busy.New("browser session %s is running another action; actions on one session run one at a time", id)
 	}
 	defer s.busy.Unlock()
@@ -59,7 +58,9 @@ func (m *Manager) Do(ctx context.Context, id string, a apitype.BrowserAction) (a
 	if err != nil {
 		return nil, err
 	}
+	start := time.Now()
 	res, err := s.run(ctx, a, timeout)
+	s.traceAction(a.Op, start, err) // a running trace logs it (trace.go)
 	finish(err)
 	return res, err
 }
@@ -162,10 +163,7 @@ func (s *Session) do(ctx context.Context, t *tab, a apitype.BrowserAction) (any,
 	case "pages":
 		return s.pagesAction(ctx, a)
 	case "dialog":
-		s.mu.Lock()
-		s.dialog = &dialogPolicy{accept: a.Accept, promptText: a.PromptText, expires: time.Now().Add(dialogPolicyTTL)}
-		s.mu.Unlock()
-		return map[string]any{"accept": a.Accept, "expires_in_ms": dialogPolicyTTL.Milliseconds()}, nil
+		return s.dialogOp(a)
 	case "mouseClick", "mouseMove":
 		return nil, mouse(ctx, a.Op, a.X, a.Y)
 	case "drag", "dragCoordinates":
@@ -177,7 +175,17 @@ func (s *Session) do(ctx context.Context, t *tab, a apitype.BrowserAction) (any,
 	case "inspect":
 		return s.inspect(ctx, t, a)
 	case "diagnostics":
-		return s.diag.view(), nil
+		return s.diagnosticsOp(a), nil
+	case "accessibility":
+		return s.accessibility(ctx, t, a)
+	case "traceStart":
+		return s.traceStart(ctx, t)
+	case "traceStop":
+		return s.traceStop(ctx)
+	case "downloadRead":
+		return s.downloadRead(a)
+	case "downloadDelete":
+		return s.downloadDelete(a)
 	case "":
 		return nil, errcode.InvalidFields(map[string]string{"op": "is required"})
 	}

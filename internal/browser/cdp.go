@@ -1,7 +1,9 @@
 package browser
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"os"
@@ -21,9 +23,9 @@ import (
 const maxCDPMessage = 256 << 20
 
 // CDPURL returns the WebSocket URL of a session's browser, for the CDP
-// endpoint. Only process-mode sessions have a browser of their own to
-// hand out: a context-mode session's browser is shared with other
-// sessions, which a CDP client could reach.
+// endpoint. Only process-mode and isolated sessions have a browser of
+// their own to hand out: a context-mode session's browser is shared with
+// other sessions, which a CDP client could reach.
 func (m *Manager) CDPURL(id string) (string, error) {
 	s, err := m.Get(id)
 	if err != nil {
@@ -32,8 +34,17 @@ func (m *Manager) CDPURL(id string) (string, error) {
 	if err := s.alive(); err != nil {
 		return "", err
 	}
+	if s.mode == apitype.BrowserModeIsolated {
+		s.mu.Lock()
+		iso := s.iso
+		s.mu.Unlock()
+		if iso == nil || iso.wsURL == "" {
+			return "", errcode.New(errcode.Unavailable, "the session's isolated browser has no CDP endpoint")
+		}
+		return iso.wsURL, nil // the loopback bridge to the DevTools port in its sandbox (isolated.go)
+	}
 	if s.mode != apitype.BrowserModeProcess {
-		return "", errcode.CDPNeedsProcessMode.New("the CDP endpoint is for sessions with a browser of their own: open one with mode \"process\"")
+		return "", errcode.CDPNeedsProcessMode.New("the CDP endpoint is for sessions with a browser of their own: open one with mode \"process\" or \"isolated\"")
 	}
 	// Chromium writes its port and browser path there once it listens.
 	b, err := os.ReadFile(filepath.Join(s.dir, "DevToolsActivePort"))
@@ -97,6 +108,8 @@ func (m *Manager) ProxyCDP(w http.ResponseWriter, r *http.Request, id string) er
 	}()
 	errc := make(chan error, 2)
 	pump := func(dst, src *websocket.Conn) {
+		// coder/websocket allows concurrent writes: the gate's replies
+		// and the browser's messages share the client connection.
 		for {
 			typ, b, err := src.Read(ctx)
 			if err != nil {
@@ -109,7 +122,28 @@ func (m *Manager) ProxyCDP(w http.ResponseWriter, r *http.Request, id string) er
 			}
 		}
 	}
-	go pump(upstream, client)
+	// While a person holds control, the client's input and navigation are
+	// answered with a CDP error instead of reaching the browser, unless
+	// the handshake presented the lease (control.go).
+	lease := r.Header.Get(ControlLeaseHeader)
+	go func() {
+		for {
+			typ, b, err := client.Read(ctx)
+			if err != nil {
+				errc <- err
+				return
+			}
+			if reply := s.gateCDP(b, lease); reply != nil {
+				err = client.Write(ctx, websocket.MessageText, reply)
+			} else {
+				err = upstream.Write(ctx, typ, b)
+			}
+			if err != nil {
+				errc <- err
+				return
+			}
+		}
+	}()
 	go pump(client, upstream)
 	err = <-errc
 	stop()
@@ -118,4 +152,50 @@ func (m *Manager) ProxyCDP(w http.ResponseWriter, r *http.Request, id string) er
 	}
 	client.Close(websocket.StatusGoingAway, "session ended")
 	return nil
+}
+
+// ControlLeaseHeader carries a human-control lease token where a body
+// cannot: the CDP endpoint's handshake, and DELETE of a session.
+const ControlLeaseHeader = "Berth-Control-Lease"
+
+// gatedCDP says whether a CDP method drives the page as a person would:
+// those a lease excludes. Runtime.* is not gated: clients evaluate on
+// attach and for every read, and the endpoint is the key holder's anyway;
+// the lease coordinates, it is no sandbox.
+func gatedCDP(method string) bool {
+	switch method {
+	case "Page.navigate", "Page.reload", "Page.navigateToHistoryEntry":
+		return true
+	}
+	return strings.HasPrefix(method, "Input.")
+}
+
+// gateCDP returns the CDP error reply to message b when it is gated and a
+// lease other than lease is held, nil to let it through.
+func (s *Session) gateCDP(b []byte, lease string) []byte {
+	var msg struct {
+		ID        int64  `json:"id"`
+		Method    string `json:"method"`
+		SessionID string `json:"sessionId,omitempty"`
+	}
+	if !bytes.Contains(b, []byte(`"Input.`)) && !bytes.Contains(b, []byte(`"Page.`)) && !bytes.Contains(b, []byte(`\u`)) {
+		return nil // cheaply: no gated method, even escaped
+	}
+	if json.Unmarshal(b, &msg) != nil || !gatedCDP(msg.Method) {
+		return nil
+	}
+	err := s.ctl.blocks(lease)
+	if err == nil {
+		return nil
+	}
+	type cdpError struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	}
+	reply, _ := json.Marshal(struct {
+		ID        int64    `json:"id"`
+		SessionID string   `json:"sessionId,omitempty"`
+		Error     cdpError `json:"error"`
+	}{msg.ID, msg.SessionID, cdpError{-32000, "control_held: " + err.Error()}})
+	return reply
 }

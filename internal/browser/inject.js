@@ -11,6 +11,7 @@
 //   locate(target)         find exactly one element, scroll it into view and
 //                          describe it; take() then hands the element over
 //   count(target)          how many elements match
+//   boxes({max})           the boxes of the latest snapshot's refs
 //
 // Frames: same-origin iframes are walked through contentDocument from this
 // world (Chromium gives each frame a context of the same isolated world, so
@@ -1154,6 +1155,31 @@
     return el;
   }
 
+  // boxes answers the box of each ref of the latest snapshot (the first
+  // o.max), in top-viewport CSS pixels (iframe offsets added) without
+  // scrolling: [x, y, width, height], rounded.
+  function boxes(o) {
+    const out = {};
+    let n = 0, truncated = false;
+    for (const [ref, el] of state.latest) {
+      if (n >= o.max) { truncated = true; break; }
+      if (!el.isConnected) continue;
+      const r = el.getBoundingClientRect();
+      let x = r.left, y = r.top;
+      for (let w = el.ownerDocument.defaultView; w && w !== window; w = w.parent) {
+        const fe = w.frameElement;
+        if (!fe) break;
+        const fr = fe.getBoundingClientRect();
+        const fs = style(fe).cs;
+        x += fr.left + fe.clientLeft + (parseFloat(fs.paddingLeft) || 0);
+        y += fr.top + fe.clientTop + (parseFloat(fs.paddingTop) || 0);
+      }
+      out[ref] = [Math.round(x), Math.round(y), Math.round(r.width), Math.round(r.height)];
+      n++;
+    }
+    return { boxes: out, truncated };
+  }
+
   function begin(o) {
     if (o.base > state.seq) state.seq = o.base;
     if (o.forget) state.latest = new Map();
@@ -1161,7 +1187,7 @@
   }
 
   Object.defineProperty(globalThis, '__berth', {
-    value: Object.freeze({ begin, snapshot, locate, take, count }),
+    value: Object.freeze({ begin, snapshot, locate, take, count, boxes }),
     configurable: false, enumerable: false, writable: false,
   });
   return 'installed';

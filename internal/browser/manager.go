@@ -47,9 +47,31 @@ type Config struct {
 	// up to MaxCallTimeout).
 	CallTimeout time.Duration
 	// WarmContexts is how many spare browser contexts to keep ready
-	// (default 2; negative: none).
+	// (default 2; negative: none, and the shared browser starts only when
+	// a session needs it).
 	WarmContexts int
 	Logger       *slog.Logger
+	// Artifacts bounds a session's downloads and traces (artifacts.go).
+	Artifacts ArtifactLimits
+	// Isolated makes the sandboxes of isolated sessions (isolated.go); nil:
+	// isolated mode is unavailable. IsolatedWarm is how many isolated
+	// browsers to keep started (0: none).
+	Isolated     Sandboxes
+	IsolatedWarm int
+	// Journal keeps the journal of actions and the checkpoints
+	// (journal.go, checkpoint.go); nil (unit tests) keeps neither. The
+	// journal keeps a session's latest MaxJournalEntries entries (default
+	// 1000, at most 10000) within MaxJournalBytes (default 8 MiB); a
+	// tenant keeps at most MaxCheckpoints checkpoints (default 64).
+	Journal           JournalStore
+	MaxJournalEntries int
+	MaxJournalBytes   int64
+	MaxCheckpoints    int
+	// Recordings bounds session recordings (recording.go).
+	Recordings RecordingConfig
+	// Providers are the remote providers configured on this daemon, by
+	// name (provider.go); a remote session names one instead of a CDP URL.
+	Providers map[string]Provider
 }
 
 // Defaults.
@@ -83,9 +105,16 @@ type Manager struct {
 	// for Chromium to make one.
 	spares chan spare
 
+	// isolated is the warm pool of isolated browsers (isolated_pool.go).
+	isolated *isolatedPool
+
 	// stop ends what Start began; done is closed when it has ended.
 	stop context.CancelFunc
 	done chan struct{}
+
+	recs recordings // recording.go
+
+	pending pendingReleases // provider sessions to release again (provider.go)
 }
 
 // spare is a ready page in a browser context of its own.
@@ -126,7 +155,12 @@ func NewManager(cfg Config) *Manager {
 	if cfg.WarmContexts == 0 {
 		cfg.WarmContexts = DefaultWarmContexts
 	}
-	return &Manager{cfg: cfg, log: cfg.Logger, sessions: map[string]*Session{}, spares: make(chan spare, max(cfg.WarmContexts, 0))}
+	cfg.MaxJournalEntries = clamp(cfg.MaxJournalEntries, DefaultJournalEntries, 1, MaxJournalEntries)
+	cfg.MaxJournalBytes = clamp(cfg.MaxJournalBytes, DefaultJournalBytes, MinJournalBytes, DefaultJournalBytes)
+	cfg.MaxCheckpoints = clamp(cfg.MaxCheckpoints, DefaultCheckpoints, 1, DefaultCheckpoints)
+	cfg.Recordings = cfg.Recordings.WithDefaults()
+	return &Manager{cfg: cfg, log: cfg.Logger, sessions: map[string]*Session{}, spares: make(chan spare, max(cfg.WarmContexts, 0)),
+		isolated: newIsolatedPool(cfg.IsolatedWarm)}
 }
 
 // FindChromium returns the path of the best Chromium on this machine, or "".
@@ -169,6 +203,8 @@ func (m *Manager) allocatorOptions(dir string) []chromedp.ExecAllocatorOption {
 	if os.Geteuid() == 0 {
 		opts = append(opts, chromedp.NoSandbox) // Chromium refuses to run as root otherwise
 	}
+	// An allowlisted environment and a private home, never the daemon's (env.go).
+	opts = append(opts, envOptions(dir)...)
 	return opts
 }
 
@@ -230,7 +266,16 @@ func (m *Manager) Open(ctx context.Context, owner Owner, req apitype.CreateBrows
 	if p := validSessionRequest(&req); len(p) > 0 {
 		return nil, errcode.InvalidFields(p)
 	}
-	if req.Mode != apitype.BrowserModeRemote {
+	if req.Provider != "" && m.cfg.Providers[req.Provider] == nil {
+		return nil, errcode.ProviderNotConfigured.New("this daemon has no %s credentials: start berth serve with --%s-api-key-file", req.Provider, req.Provider)
+	}
+	switch req.Mode {
+	case apitype.BrowserModeRemote:
+	case apitype.BrowserModeIsolated:
+		if err := m.isolatedAvailable(); err != nil {
+			return nil, err
+		}
+	default:
 		if err := m.Available(); err != nil {
 			return nil, err
 		}
@@ -280,21 +325,38 @@ func (m *Manager) Open(ctx context.Context, owner Owner, req apitype.CreateBrows
 
 func validSessionRequest(req *apitype.CreateBrowserSessionRequest) map[string]string {
 	p := map[string]string{}
+	if req.Mode == "" && req.Provider != "" {
+		req.Mode = apitype.BrowserModeRemote
+	}
+	switch req.Provider {
+	case "", ProviderBrowserbase, ProviderSteel:
+		if req.Provider != "" && req.Mode != apitype.BrowserModeRemote {
+			p["provider"] = "a provider session is mode remote"
+		}
+	default:
+		p["provider"] = "must be browserbase or steel"
+	}
 	switch req.Mode {
 	case "":
 		req.Mode = apitype.BrowserModeContext
-	case apitype.BrowserModeContext, apitype.BrowserModeProcess:
+	case apitype.BrowserModeContext, apitype.BrowserModeProcess, apitype.BrowserModeIsolated:
 	case apitype.BrowserModeRemote:
-		if !strings.HasPrefix(req.CDPURL, "ws://") && !strings.HasPrefix(req.CDPURL, "wss://") {
-			p["cdp_url"] = "remote mode needs a ws:// or wss:// CDP URL"
+		switch {
+		case req.Provider != "" && req.CDPURL != "":
+			p["cdp_url"] = "a provider session's CDP URL comes from the provider: give provider or cdp_url, not both"
+		case req.Provider != "":
+		case !strings.HasPrefix(req.CDPURL, "ws://") && !strings.HasPrefix(req.CDPURL, "wss://"):
+			p["cdp_url"] = "remote mode needs a ws:// or wss:// CDP URL, or a provider"
 		}
 	default:
-		p["mode"] = "must be context, process or remote"
+		p["mode"] = "must be context, process, remote or isolated"
 	}
 	if req.Profile != "" {
 		switch {
 		case !profileNameRE.MatchString(req.Profile):
 			p["profile"] = "must be 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit"
+		case req.Mode == apitype.BrowserModeIsolated:
+			p["profile"] = "isolated sessions keep no profile: their browser and its sandbox go with the session"
 		case req.Mode != apitype.BrowserModeProcess:
 			p["profile"] = "a persistent profile needs mode process"
 		}
@@ -377,10 +439,19 @@ func (m *Manager) Close(id string) error {
 // data directory (before any session can open: it would kill that
 // session's browser too), then expires idle sessions until Stop. It warms
 // the shared browser in the background, so the first session opens fast.
-func (m *Manager) Start(context.Context) error {
+// It deletes the isolated browsers' sandboxes a previous daemon left.
+func (m *Manager) Start(start context.Context) error {
 	if n := SweepOrphans(m.cfg.DataDir); n > 0 {
 		m.log.Info("killed browsers a previous daemon left", "processes", n)
 	}
+	if m.cfg.Isolated != nil {
+		if n, err := m.cfg.Isolated.DeleteAllBrowsers(start); err != nil {
+			m.log.Error("deleting the isolated browsers a previous daemon left", "err", err)
+		} else if n > 0 {
+			m.log.Info("deleted the isolated browsers a previous daemon left", "sandboxes", n)
+		}
+	}
+	m.loadRecordings()
 	ctx, stop := context.WithCancel(context.Background())
 	m.stop, m.done = stop, make(chan struct{})
 	go func() {
@@ -405,7 +476,7 @@ func (m *Manager) Stop(context.Context) error {
 // run warms the shared browser, then expires sessions until ctx ends,
 // then closes them all and stops the shared browser.
 func (m *Manager) run(ctx context.Context) {
-	if m.Available() == nil {
+	if m.Available() == nil && m.cfg.WarmContexts > 0 { // none warm (tenant mode): no shared browser until needed
 		if _, err := m.sharedContext(); err != nil {
 			m.log.Error("warming the shared browser", "err", err)
 		}
@@ -414,6 +485,10 @@ func (m *Manager) run(ctx context.Context) {
 	if m.Available() == nil && m.cfg.WarmContexts > 0 {
 		wg.Go(func() { m.fillSpares(ctx) })
 	}
+	if m.isolatedAvailable() == nil && m.isolated.size > 0 {
+		wg.Go(func() { m.fillIsolated(ctx) })
+	}
+	wg.Go(func() { m.retryReleases(ctx) })
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	for {
@@ -422,8 +497,9 @@ func (m *Manager) run(ctx context.Context) {
 			wg.Wait()
 			m.shutdown()
 			return
-		case <-t.C:
+		case now := <-t.C:
 			m.expire()
+			m.sweepRecordings(now)
 		}
 	}
 }
@@ -486,12 +562,15 @@ func (m *Manager) expire() {
 }
 
 func (m *Manager) shutdown() {
+	m.releaseProviders("daemon_stopped") // all at once, bounded, before the closes one by one
 	for _, s := range m.List() {
 		s.close("daemon_stopped")
 	}
+	m.flushReleases()
 	for t := m.takeSpare(); t != nil; t = m.takeSpare() {
 		t.cancel()
 	}
+	m.drainIsolated()
 	m.mu.Lock()
 	m.sessions = map[string]*Session{}
 	sb := m.shared

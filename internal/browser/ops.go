@@ -3,6 +3,7 @@ package browser
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -25,12 +26,19 @@ import (
 
 // Bounds of uploads, downloads, inspection and diagnostics.
 const (
-	maxUploadFiles     = 16
-	maxUploadBytes     = 4 << 20
-	maxDownloadBytes   = 32 << 20
-	maxInspectElements = 200
-	maxDiagnostics     = 500
-	maxConsoleText     = 2048
+	maxUploadFiles   = 16
+	maxUploadBytes   = 4 << 20
+	maxDownloadBytes = 32 << 20
+	maxConsoleText   = 2048
+	// maxDiagnostics is how many events the ring keeps (the seed's 200).
+	maxDiagnostics = 200
+	// Inspect: elements and characters per text field, by default and at
+	// most, and the most bytes of JSON it answers.
+	defaultInspectElements = 100
+	maxInspectElements     = 500
+	defaultInspectText     = 256
+	maxInspectText         = 4096
+	maxInspectBytes        = 4 << 20
 )
 
 // upload puts files in a file input, as a user choosing them would.
@@ -174,8 +182,15 @@ func (s *Session) download(ctx context.Context, t *tab, a apitype.BrowserAction)
 	if err != nil {
 		return nil, err
 	}
-	return apitype.BrowserDownload{Filename: filepath.Base(r.name), URL: RedactURL(r.url), Size: int64(len(b)),
-		Base64: base64.StdEncoding.EncodeToString(b)}, nil
+	// The file is kept as an artifact of the session, within its budget
+	// (artifacts.go); over it, the file goes and the download fails.
+	name := filepath.Base(r.name)
+	art, err := s.addArtifact(apitype.ArtifactDownload, name, path)
+	if err != nil {
+		return nil, err
+	}
+	return apitype.BrowserDownload{Filename: name, URL: RedactURL(r.url), Size: int64(len(b)),
+		Base64: base64.StdEncoding.EncodeToString(b), ArtifactID: art.ID}, nil
 }
 
 // drag presses the mouse on a target (or at x, y), moves it in steps to
@@ -233,32 +248,40 @@ func (s *Session) drag(ctx context.Context, t *tab, a apitype.BrowserAction) (an
 	return nil, ev(input.DispatchMouseEventTypeMouseReleased, x1, y1)
 }
 
-// inspectJS describes an element and its descendants, bounded: tag, id,
-// classes, role, attributes (values cut at 200 characters; never the value
-// of a password or file input), own text, box, visibility.
-const inspectJS = `function(max) {
+// inspectJS describes an element and its descendants, bounded: tag,
+// attributes (values cut at maxText characters; never the value of a
+// password or file input), own text, box (CSS pixels in the viewport of
+// the element's frame), visibility; at most max elements and maxBytes of
+// JSON.
+const inspectJS = `function(max, maxText, maxBytes) {
 	const out = [];
-	let truncated = false;
+	let truncated = false, size = 0;
+	const enc = new TextEncoder();
+	const cut = (s) => s.length > maxText ? s.slice(0, maxText) + '…' : s;
 	const walk = (el, depth) => {
+		if (truncated) return;
 		if (out.length >= max) { truncated = true; return; }
 		const r = el.getBoundingClientRect();
 		const st = getComputedStyle(el);
 		const attrs = {};
 		for (const a of el.attributes) {
 			if (a.name === 'value' && el.tagName === 'INPUT' && /^(password|file)$/i.test(el.type)) continue;
-			attrs[a.name] = a.value.length > 200 ? a.value.slice(0, 200) + '…' : a.value;
+			attrs[cut(a.name)] = cut(a.value);
 		}
 		let text = '';
 		for (const n of el.childNodes) if (n.nodeType === 3) text += n.textContent;
 		text = text.replace(/\s+/g, ' ').trim();
 		const node = {depth, tag: el.tagName.toLowerCase(), attributes: attrs,
-			text: text.length > 200 ? text.slice(0, 200) + '…' : text,
+			text: cut(text),
 			box: [Math.round(r.x), Math.round(r.y), Math.round(r.width), Math.round(r.height)],
 			visible: r.width > 0 && r.height > 0 && st.visibility !== 'hidden' && st.display !== 'none',
 			children: el.children.length};
 		if ('value' in el && !(el.tagName === 'INPUT' && /^(password|file)$/i.test(el.type)) && typeof el.value === 'string') {
-			node.value = el.value.length > 200 ? el.value.slice(0, 200) + '…' : el.value;
+			node.value = cut(el.value);
 		}
+		const n = enc.encode(JSON.stringify(node)).length + 1;
+		if (size + n > maxBytes) { truncated = true; return; }
+		size += n;
 		out.push(node);
 		if (depth < 6) for (const c of el.children) walk(c, depth + 1);
 	};
@@ -275,32 +298,128 @@ func (s *Session) inspect(ctx context.Context, t *tab, a apitype.BrowserAction) 
 	if tgt == nil {
 		tgt = &Target{Selector: "body"}
 	}
-	max := a.MaxElements
-	if max <= 0 || max > maxInspectElements {
-		max = 50
+	maxEl, maxText := a.MaxElements, a.MaxTextLength
+	p := map[string]string{}
+	if maxEl < 0 || maxEl > maxInspectElements {
+		p["max_elements"] = fmt.Sprintf("must be between 1 and %d (0: %d)", maxInspectElements, defaultInspectElements)
+	}
+	if maxText < 0 || maxText > maxInspectText {
+		p["max_text_length"] = fmt.Sprintf("must be between 1 and %d (0: %d)", maxInspectText, defaultInspectText)
+	}
+	if len(p) > 0 {
+		return nil, errcode.InvalidFields(p)
+	}
+	if maxEl == 0 {
+		maxEl = defaultInspectElements
+	}
+	if maxText == 0 {
+		maxText = defaultInspectText
 	}
 	el, err := t.dom.Locate(ctx, *tgt)
 	if err != nil {
 		return nil, err
 	}
-	var out map[string]any
-	if err := callOnValue(ctx, el, inspectJS, &out, max); err != nil {
+	// Room for the wrapper around the nodes.
+	var out struct {
+		Nodes     []json.RawMessage `json:"nodes"`
+		Truncated bool              `json:"truncated"`
+	}
+	if err := callOnValue(ctx, el, inspectJS, &out, maxEl, maxText, maxInspectBytes-256); err != nil {
 		return nil, err
 	}
-	return out, nil
+	if out.Nodes == nil {
+		out.Nodes = []json.RawMessage{}
+	}
+	// Boxes are CSS pixels of the viewport of the element's document: a
+	// target in frames has its frame's.
+	space := "main_viewport"
+	if len(tgt.Frame) > 0 {
+		space = "frame_viewport"
+	}
+	return map[string]any{"nodes": out.Nodes, "truncated": out.Truncated, "coordinate_space": space,
+		"max_elements": maxEl, "max_text_length": maxText}, nil
+}
+
+// Dialog policy: how long it waits for a dialog, by default and at most.
+const (
+	defaultDialogTTL = 10 * time.Second
+	maxDialogTTL     = 30 * time.Second
+)
+
+// dialogOp sets the one-shot dialog policy: the next dialog within ttl_ms
+// is accepted (with prompt_text for a prompt) or dismissed.
+func (s *Session) dialogOp(a apitype.BrowserAction) (any, error) {
+	ttl := defaultDialogTTL
+	switch ms := a.TTLMS; {
+	case ms < 0 || time.Duration(ms)*time.Millisecond > maxDialogTTL:
+		return nil, errcode.InvalidFields(map[string]string{"ttl_ms": fmt.Sprintf("must be between 1 and %d (0: %d)", maxDialogTTL.Milliseconds(), defaultDialogTTL.Milliseconds())})
+	case ms > 0:
+		ttl = time.Duration(ms) * time.Millisecond
+	}
+	s.mu.Lock()
+	s.dialog = &dialogPolicy{accept: a.Accept, promptText: a.PromptText, expires: time.Now().Add(ttl)}
+	s.mu.Unlock()
+	return map[string]any{"accept": a.Accept, "expires_in_ms": ttl.Milliseconds()}, nil
 }
 
 // diagnostics is a session's bounded ring of page events.
 type diagnostics struct {
+	// mu guards the fields below.
 	mu      sync.Mutex
 	events  []apitype.BrowserEvent
 	dropped int
+	// text: console text is kept; set once the diagnostics op switched it
+	// (until then, the session's capture_console says).
+	text, textSet bool
+}
+
+// keepText reports whether console text is kept now; def is the
+// session's capture_console.
+func (d *diagnostics) keepText(def bool) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.textSet {
+		return d.text
+	}
+	return def
+}
+
+// diagnosticsOp answers the ring, after switching console text on or off
+// (off purges the text kept) and clearing it, as a asks.
+func (s *Session) diagnosticsOp(a apitype.BrowserAction) any {
+	d := &s.diag
+	d.mu.Lock()
+	if a.ConsoleText != nil {
+		d.text, d.textSet = *a.ConsoleText, true
+		if !d.text {
+			for i := range d.events {
+				if d.events[i].Kind == "console" {
+					d.events[i].Text = ""
+				}
+			}
+		}
+	}
+	if a.Clear {
+		d.events, d.dropped = nil, 0
+	}
+	text := d.text
+	if !d.textSet {
+		text = s.req.CaptureConsole
+	}
+	d.mu.Unlock()
+	out := d.view()
+	out["console_text"] = text
+	out["max_events"] = maxDiagnostics
+	return out
 }
 
 func (d *diagnostics) add(e apitype.BrowserEvent) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	e.At = time.Now().UTC()
+	if e.Kind == "console" && d.textSet && !d.text {
+		e.Text = "" // switched off while the event was on its way
+	}
 	if len(d.events) >= maxDiagnostics {
 		d.events = d.events[1:]
 		d.dropped++
@@ -319,7 +438,7 @@ func (s *Session) record(ev any) {
 	switch e := ev.(type) {
 	case *runtime.EventConsoleAPICalled:
 		de := apitype.BrowserEvent{Kind: "console", Level: string(e.Type)}
-		if s.req.CaptureConsole {
+		if s.diag.keepText(s.req.CaptureConsole) {
 			var parts []string
 			for _, arg := range e.Args {
 				switch {
@@ -342,6 +461,14 @@ func (s *Session) record(ev any) {
 	case *network.EventLoadingFailed:
 		s.diag.add(apitype.BrowserEvent{Kind: "request_failed", Text: e.ErrorText})
 	case *page.EventJavascriptDialogOpening:
-		s.diag.add(apitype.BrowserEvent{Kind: "dialog", Level: string(e.Type)})
+		// The type and what is done with it (as onEvent will decide), never
+		// the message, the default prompt or the answer.
+		action := "dismissed"
+		s.mu.Lock()
+		if p := s.dialog; p != nil && time.Now().Before(p.expires) && p.accept {
+			action = "accepted"
+		}
+		s.mu.Unlock()
+		s.diag.add(apitype.BrowserEvent{Kind: "dialog", Level: string(e.Type), Action: action})
 	}
 }

@@ -41,6 +41,11 @@ type Session struct {
 	// busy is held by the action in progress: a second one gets 409.
 	busy sync.Mutex
 
+	ctl  control    // the human-control lease (control.go)
+	live liveHub    // the live viewers (live.go)
+	arts artifacts  // downloads and traces kept (artifacts.go)
+	tr   traceState // the trace in progress (trace.go)
+
 	mu       sync.Mutex
 	state    string
 	reason   string
@@ -53,6 +58,11 @@ type Session struct {
 	cancel   context.CancelFunc // ends the session's browser context or browser
 	root     context.Context    // the chromedp context pages are made from
 	dir      string             // process mode: the profile directory
+	provider providerState      // remote mode with a provider: its session there (provider.go)
+	iso      *isolatedBrowser   // isolated mode: the browser and its sandbox (isolated.go)
+	journal  journal            // journal.go
+
+	capturing chan struct{} // closed when the recording capture holding busy ends (recording.go)
 }
 
 // tab is one page of a session.
@@ -148,15 +158,25 @@ func (s *Session) start(ctx context.Context) error {
 		allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 		parent = allocCtx
 		s.cancel = cancelAlloc
+	case apitype.BrowserModeIsolated:
+		return s.startIsolated(ctx)
 	case apitype.BrowserModeRemote:
-		allocCtx, cancelAlloc := remote.NewAllocator(context.Background(), s.req.CDPURL)
+		cdpURL, ropts := s.req.CDPURL, []remote.Option(nil)
+		if s.req.Provider != "" {
+			var err error
+			if cdpURL, err = s.createProviderSession(ctx); err != nil {
+				return err
+			}
+			ropts = append(ropts, remote.NoModifyURL) // the provider's URL is the browser's, with its credential
+		}
+		allocCtx, cancelAlloc := remote.NewAllocator(context.Background(), cdpURL, ropts...)
 		parent = allocCtx
 		s.cancel = cancelAlloc
 	}
 	if t == nil {
 		var err error
 		if t, err = s.newTab(ctx, parent, opts...); err != nil {
-			return openError(err)
+			return openError(s.connectFailure(err))
 		}
 	}
 	s.mu.Lock()
@@ -304,6 +324,9 @@ func (s *Session) markCrashed(reason string) {
 	if s.state == apitype.BrowserOpen {
 		s.state, s.reason = apitype.BrowserCrashed, reason
 		s.m.log.Warn("browser session crashed", "session_id", s.id, "reason", reason)
+		if s.provider.id != "" {
+			go s.releaseProvider(reason) // a provider bills the minutes of a browser nobody can use
+		}
 	}
 }
 
@@ -334,11 +357,15 @@ func (s *Session) alive() error {
 
 // close ends the session's pages and browser context (or browser).
 func (s *Session) close(reason string) {
+	// Recordings stop first, keeping their frames: none captures a page
+	// being closed.
+	s.m.sessionRecordingsEnd(s.id, reason)
 	s.mu.Lock()
 	pages := s.pages
 	s.pages = nil
 	cancel := s.cancel
 	s.cancel = nil
+	iso := s.iso
 	if s.state == apitype.BrowserOpen {
 		s.state, s.reason = apitype.BrowserClosed, reason
 	}
@@ -356,6 +383,10 @@ func (s *Session) close(reason string) {
 	if cancel != nil {
 		cancel() // process and remote modes: the browser, or the connection
 	}
+	s.releaseProvider(reason) // remote mode with a provider: its session there
+	if iso != nil {
+		iso.close() // isolated mode: the browser's sandbox, deleted
+	}
 	if s.dir != "" {
 		SweepOrphans(s.dir)
 		if s.req.Profile == "" {
@@ -366,6 +397,10 @@ func (s *Session) close(reason string) {
 			_ = os.Remove(filepath.Join(s.dir, "DevToolsActivePort"))
 		}
 	}
+	// A running trace is discarded (its browser is gone); the artifacts
+	// go with the files- directory.
+	s.closeTrace()
+	s.closeArtifacts()
 	_ = os.RemoveAll(filepath.Join(s.m.cfg.DataDir, "files-"+s.id)) // uploads and downloads
 }
 
@@ -391,6 +426,10 @@ func (s *Session) View(ctx context.Context) apitype.BrowserSession {
 	s.mu.Lock()
 	out := apitype.BrowserSession{ID: s.id, Mode: s.mode, Profile: s.req.Profile, State: s.state, Reason: s.reason, Pages: len(s.pages),
 		CreatedAt: s.created.UTC(), LastUsedAt: s.lastUsed.UTC(), ExpiresAt: s.created.Add(s.maxDur).UTC()}
+	if s.iso != nil {
+		out.SandboxID = s.iso.sandboxID
+	}
+	out.Provider, out.ProviderSessionID = s.req.Provider, s.provider.id
 	if idleEnd := s.lastUsed.Add(s.idle); idleEnd.Before(out.ExpiresAt) {
 		out.ExpiresAt = idleEnd.UTC()
 	}

@@ -169,7 +169,7 @@ func fillPath(t *testing.T, rt httpapi.Route, sandboxID, commandID string) strin
 	}
 	p := strings.NewReplacer("{id}", id, "{cid}", commandID, "{tid}", terminalID, "{name}", "no-such-service",
 		"{port}", "8000", "{path...}", "some/path", "{sha256}", strings.Repeat("0", 64),
-		"{action}", "no-such-action").Replace(rt.Path)
+		"{action}", "no-such-action", "{token}", "brs_x.1.forged", "{artifact}", "art_none", "{n}", "0").Replace(rt.Path)
 	if strings.HasPrefix(rt.Path, "/v1/templates/{name}") {
 		p = strings.Replace(rt.Path, "{name}", "no-such-template", 1)
 	}
@@ -243,9 +243,15 @@ func TestAuthEveryRouteNeedsAKey(t *testing.T) {
 			t.Parallel()
 			path := fillPath(t, rt, "", "")
 			if rt.Public {
-				for _, b := range bad {
-					if r := sendProbe(t, d, httpProbe{method: rt.Method, path: path, auth: b.header}); r.status != http.StatusOK {
-						t.Errorf("%s %s (%s) = %d %s, want 200", rt.Method, path, b.name, r.status, r.body)
+				// A view link's routes take no key: their token is the
+				// capability, and a forged one is refused whatever the key.
+				want := http.StatusOK
+				if strings.HasPrefix(rt.Path, "/live/") {
+					want = http.StatusUnauthorized
+				}
+				for _, b := range append(bad, struct{ name, header string }{"admin key", bearerAuth(d.Token)}) {
+					if r := sendProbe(t, d, httpProbe{method: rt.Method, path: path, auth: b.header}); r.status != want {
+						t.Errorf("%s %s (%s) = %d %s, want %d", rt.Method, path, b.name, r.status, r.body, want)
 					}
 				}
 				return
@@ -284,7 +290,7 @@ func TestAuthEveryRouteNeedsAKey(t *testing.T) {
 			}
 		})
 	}
-	if diff := cmp.Diff([]string{"GET /healthz", "GET /readyz"}, public); diff != "" {
+	if diff := cmp.Diff([]string{"GET /healthz", "GET /readyz", "GET /live/{token}", "GET /live/{token}/live.js", "GET /live/{token}/ws"}, public); diff != "" {
 		t.Errorf("public routes (-want +got):\n%s", diff)
 	}
 }

@@ -68,6 +68,26 @@ type Config struct {
 	Chromium           string
 	MaxBrowserSessions int
 	BrowserIdleTimeout time.Duration
+	// BrowserArtifacts bounds sessions' downloads and traces (zero: the
+	// defaults; tests set less).
+	BrowserArtifacts browser.ArtifactLimits
+	// BrowserProviders are the remote providers (browserbase, steel)
+	// remote sessions may name, built from the daemon's own credentials.
+	BrowserProviders map[string]browser.Provider
+	// The browser journal keeps each session's latest
+	// BrowserJournalEntries actions (default 1000, at most 10000) within
+	// BrowserJournalBytes (default 8 MiB; tests set less); a tenant keeps
+	// at most BrowserMaxCheckpoints checkpoints (default 64).
+	BrowserJournalEntries int
+	BrowserJournalBytes   int64
+	BrowserMaxCheckpoints int
+	// Isolated browser sessions: the runtime of their sandboxes (container,
+	// the default, or gvisor) and how many to keep started (0: none).
+	BrowserIsolatedRuntime string
+	BrowserIsolatedWarm    int
+	// BrowserRecordings bounds recordings of browser sessions (zero
+	// values: the defaults).
+	BrowserRecordings browser.RecordingConfig
 	// Sandbox jobs: the runtime they run in (container, gvisor or none),
 	// whether this daemon consumes the queue, capacity, warm runtimes per
 	// profile, action bundles, and the tools (""  finds them).
@@ -191,7 +211,7 @@ func Run(ctx context.Context, cfg Config) error {
 			return err
 		}
 		refuse = refuseUnisolated
-		log.Info("tenant mode: isolated runtimes only, no browser sessions on the host")
+		log.Info("tenant mode: isolated runtimes only, isolated browser sessions only")
 	}
 
 	bin := cfg.AgentBinary
@@ -255,9 +275,17 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
+	isolatedBrowsers, err := isolatedBrowsersOf(cfg, mgr, network != nil, log)
+	if err != nil {
+		return err
+	}
 	browsers := browser.NewManager(browser.Config{
-		Chromium: cfg.Chromium, DataDir: filepath.Join(dataDir, "browser"),
+		Chromium: cfg.Chromium, DataDir: filepath.Join(dataDir, "browser"), Recordings: cfg.BrowserRecordings,
 		MaxSessions: cfg.MaxBrowserSessions, IdleTimeout: cfg.BrowserIdleTimeout, Logger: log,
+		Isolated: isolatedBrowsers, IsolatedWarm: cfg.BrowserIsolatedWarm, WarmContexts: hostWarmContexts(cfg.TenantMode),
+		Journal: db, MaxJournalEntries: cfg.BrowserJournalEntries, MaxJournalBytes: cfg.BrowserJournalBytes,
+		MaxCheckpoints: cfg.BrowserMaxCheckpoints, Providers: cfg.BrowserProviders,
+		Artifacts: cfg.BrowserArtifacts,
 	})
 	if err := browsers.Available(); err != nil {
 		log.Info("browser sessions unavailable", "why", err.Error())

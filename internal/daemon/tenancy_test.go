@@ -54,6 +54,7 @@ func tenantKey(t *testing.T, d *testenv.Daemon, name, scope string) (apitype.Ten
 // with.
 type ownedObjects struct {
 	sandbox, command, terminal, browser, job, file, template, tenant string
+	checkpoint                                                       string
 }
 
 // ownerNotFound is the reason a route of kind answers for a resource of
@@ -61,11 +62,12 @@ type ownedObjects struct {
 var ownerNotFound = map[string]string{
 	"sandbox": "sandbox_not_found", "browser_session": "session_not_found", "job": "job_not_found",
 	"file": "file_not_found", "template": "template_not_found", "tenant": "tenant_not_found",
+	"browser_checkpoint": "checkpoint_not_found",
 }
 
 func (o ownedObjects) fill(rt httpapi.Route) (string, bool) {
 	id := map[string]string{"sandbox": o.sandbox, "browser_session": o.browser, "job": o.job, "template": o.template,
-		"tenant": o.tenant}[rt.Owner]
+		"tenant": o.tenant, "browser_checkpoint": o.checkpoint}[rt.Owner]
 	if rt.Owner == "file" {
 		id = o.file
 	}
@@ -73,7 +75,7 @@ func (o ownedObjects) fill(rt httpapi.Route) (string, bool) {
 		return "", false
 	}
 	p := strings.NewReplacer("{id}", id, "{name}", id, "{sha256}", id, "{cid}", o.command, "{tid}", o.terminal,
-		"{port}", "8000", "{path...}", "x").Replace(rt.Path)
+		"{port}", "8000", "{path...}", "x", "{artifact}", "art_none").Replace(rt.Path)
 	if strings.HasPrefix(rt.Path, "/v1/sandboxes/{id}/services/{name}") {
 		p = strings.Replace(strings.Replace(rt.Path, "{id}", o.sandbox, 1), "{name}", "web", 1)
 	}
@@ -121,6 +123,11 @@ func TestTenancyEveryRoute(t *testing.T) {
 	}
 	o.browser = sess.ID
 	defer ca.CloseBrowserSession(context.WithoutCancel(ctx), sess.ID)
+	bcp, err := ca.CheckpointBrowserSession(ctx, sess.ID)
+	if err != nil {
+		t.Fatalf("CheckpointBrowserSession as acme: %v", err)
+	}
+	o.checkpoint = bcp.ID
 	j, err := ca.CreateJob(ctx, apitype.CreateJobRequest{Action: "html-pdf",
 		Inputs: map[string]apitype.JobInput{"index.html": {SHA256: ref.SHA256}}})
 	if err != nil {
@@ -161,7 +168,7 @@ func TestTenancyEveryRoute(t *testing.T) {
 		// Deletes and state changes are left out: they would change what
 		// the other routes are checked on (the snapshot below covers them).
 		if rt.Method == http.MethodDelete || strings.HasSuffix(rt.Path, "/pause") || strings.HasSuffix(rt.Path, "/hibernate") ||
-			strings.HasSuffix(rt.Path, "/cancel") && rt.Owner == "job" {
+			strings.HasSuffix(rt.Path, "/cancel") && rt.Owner == "job" || strings.HasSuffix(rt.Path, "/resume") && rt.Owner == "browser_checkpoint" {
 			continue
 		}
 		ra := sendProbe(t, d, httpProbe{method: rt.Method, path: path, auth: bearerAuth(keyA.Secret), body: probeBody(rt)})
@@ -169,7 +176,7 @@ func TestTenancyEveryRoute(t *testing.T) {
 			t.Errorf("%s with the owner's key = %d %s, want past the ownership check", what, ra.status, ra.body)
 		}
 	}
-	for _, kind := range []string{"sandbox", "browser_session", "job", "file", "tenant"} {
+	for _, kind := range []string{"sandbox", "browser_session", "browser_checkpoint", "job", "file", "tenant"} {
 		if !checked[kind] {
 			t.Errorf("no route of kind %s was checked; the route table or fill lost them", kind)
 		}
@@ -193,6 +200,8 @@ func idOf(rt httpapi.Route, o ownedObjects) string {
 		return o.template
 	case "tenant":
 		return o.tenant
+	case "browser_checkpoint":
+		return o.checkpoint
 	}
 	return ""
 }
@@ -238,6 +247,12 @@ func snapshotOwned(t *testing.T, c *client.Client, o ownedObjects) string {
 			t.Fatalf("GetBrowserSession as the owner: %v", err)
 		}
 		s += "; browser " + sess.State
+	}
+	if o.checkpoint != "" {
+		if _, err := c.BrowserCheckpoint(ctx, o.checkpoint); err != nil {
+			t.Fatalf("BrowserCheckpoint as the owner: %v", err)
+		}
+		s += "; checkpoint"
 	}
 	if o.job != "" {
 		if _, err := c.Job(ctx, o.job); err != nil {

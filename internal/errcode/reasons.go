@@ -99,6 +99,7 @@ var (
 
 // Reasons of Unauthenticated (401).
 var (
+	LiveLinkInvalid      = reason(Unauthenticated, "live_link_invalid")
 	PreviewLinkInvalid   = reason(Unauthenticated, "preview_link_invalid")
 	PreviewTokenRequired = reason(Unauthenticated, "preview_token_required")
 )
@@ -191,6 +192,7 @@ var (
 	TerminalExited         = reason(Conflict, "terminal_exited")
 	TraceActive            = reason(Conflict, "trace_active")
 	TraceDiscarded         = reason(Conflict, "trace_discarded")
+	TraceNeedsProcessMode  = reason(Conflict, "trace_needs_process_mode")
 	TraceNotActive         = reason(Conflict, "trace_not_active")
 )
 
@@ -234,11 +236,14 @@ var (
 
 // Reasons of Unimplemented (501).
 var (
+	CheckpointUnsupported     = reason(Unimplemented, "checkpoint_unsupported")
 	DigestUnsupported         = reason(Unimplemented, "digest_unsupported")
+	FFmpegUnavailable         = reason(Unimplemented, "ffmpeg_unavailable")
 	FrameCrossOrigin          = reason(Unimplemented, "frame_cross_origin")
 	LayerMediaTypeUnsupported = reason(Unimplemented, "layer_media_type_unsupported")
 	NetworkUnavailable        = reason(Unimplemented, "network_unavailable")
 	PauseUnsupported          = reason(Unimplemented, "pause_unsupported")
+	ProviderNotConfigured     = reason(Unimplemented, "provider_not_configured")
 	RuntimeUnavailable        = reason(Unimplemented, "runtime_unavailable")
 	RuntimeUnsupported        = reason(Unimplemented, "runtime_unsupported")
 	UIDRegistryUnsupported    = reason(Unimplemented, "uid_registry_unsupported")
@@ -256,6 +261,7 @@ var (
 	PortUnreachable     = reason(Unavailable, "port_unreachable")
 	ProfileMissing      = reason(Unavailable, "PROFILE_MISSING")
 	ProfileUnhealthy    = reason(Unavailable, "PROFILE_UNHEALTHY")
+	ProviderFailed      = reason(Unavailable, "provider_failed")
 	ProviderUnavailable = reason(Unavailable, "PROVIDER_UNAVAILABLE")
 	RuntimeGone         = reason(Unavailable, "runtime_gone")
 	RuntimeUnbound      = reason(Unavailable, "RUNTIME_UNBOUND")

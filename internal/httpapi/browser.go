@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"cmp"
 	"encoding/base64"
 	"net/http"
 	"strconv"
@@ -33,9 +34,11 @@ func (s *Server) handleOpenBrowserSession() http.Handler {
 			s.fail(w, r, err)
 			return
 		}
-		if s.cfg.TenantMode {
-			s.fail(w, r, errcode.TenantMode.New("browser sessions run Chromium on this host's network and user, "+
-				"which tenant mode refuses; sandboxed (isolated) browser sessions are not built yet"))
+		if s.cfg.TenantMode && req.Mode != apitype.BrowserModeIsolated {
+			// Context and process sessions run Chromium on the host; remote
+			// ones let the daemon dial any address a tenant names.
+			s.fail(w, r, errcode.TenantMode.New("browser sessions of mode %q run outside a sandbox, which tenant mode refuses; "+
+				"open one with mode \"isolated\" (Chromium in a sandbox of its own)", cmp.Or(req.Mode, apitype.BrowserModeContext)))
 			return
 		}
 		owner := browser.Owner{Tenant: s.tenantOf(r), MaxSessions: s.tenantLimits(r).MaxBrowserSessions}
@@ -84,7 +87,8 @@ func (s *Server) handleCloseBrowserSession() http.Handler {
 		if s.browserUnavailable(w, r) {
 			return
 		}
-		if err := s.cfg.Browsers.Close(r.PathValue("id")); err != nil {
+		// A client's close honours a human-control lease (browser_live.go).
+		if err := s.cfg.Browsers.CloseBy(r.PathValue("id"), leaseOf(r)); err != nil {
 			s.fail(w, r, err)
 			return
 		}
@@ -119,7 +123,8 @@ func (s *Server) handleBrowserScreenshot() http.Handler {
 			return
 		}
 		q := r.URL.Query()
-		a := apitype.BrowserAction{Op: "screenshot", FullPage: q.Get("full_page") == "true", Format: q.Get("format"), Selector: q.Get("selector")}
+		a := apitype.BrowserAction{Op: "screenshot", FullPage: q.Get("full_page") == "true", Format: q.Get("format"), Selector: q.Get("selector"),
+			Lease: leaseOf(r)}
 		if v := q.Get("quality"); v != "" {
 			n, err := strconv.Atoi(v)
 			if err != nil {

@@ -91,12 +91,19 @@ func (s *Server) handleSystem() http.Handler {
 		}
 		if b := s.cfg.Browsers; b != nil {
 			bc := b.Config()
-			out.Browser = apitype.BrowserInfo{Available: true, Chromium: bc.Chromium, Sessions: len(b.List()), MaxSessions: bc.MaxSessions}
+			out.Browser = apitype.BrowserInfo{Available: true, Chromium: bc.Chromium, Sessions: len(b.List()), MaxSessions: bc.MaxSessions,
+				Providers: b.ProviderNames()}
 			if !p.Admin() {
 				out.Browser.Sessions = b.Count(p.Tenant)
 			}
 			if err := b.Available(); err != nil {
 				out.Browser.Available, out.Browser.Reason = false, err.Error()
+			}
+			out.Browser.IsolatedReady, out.Browser.IsolatedWarm = b.IsolatedPool()
+			if err := b.IsolatedAvailable(); err != nil {
+				out.Browser.IsolatedReason = err.Error()
+			} else {
+				out.Browser.IsolatedAvailable = true
 			}
 		}
 		out.Pools = []apitype.Pool{}

@@ -262,7 +262,7 @@ func (s *Server) withLogging(next http.Handler) http.Handler {
 		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w}
 		next.ServeHTTP(sw, r)
-		s.log.DebugContext(r.Context(), "request", "method", r.Method, "path", r.URL.Path,
+		s.log.DebugContext(r.Context(), "request", "method", r.Method, "path", redactLivePath(r.URL.Path),
 			"status", sw.status, "duration_ms", float64(time.Since(start).Microseconds())/1000,
 			"request_id", requestID(r))
 	})

@@ -51,13 +51,15 @@ func scopeOf(r *http.Request) string {
 type ownerKind string
 
 const (
-	ownsSandbox  ownerKind = "sandbox"
-	ownsBrowser  ownerKind = "browser_session"
-	ownsJob      ownerKind = "job"      // jobs.Service checks the principal's tenant
-	ownsFile     ownerKind = "file"     // jobs.Service checks the principal's tenant
-	ownsTemplate ownerKind = "template" // the handler looks it up in the key's tenant
-	ownsKey      ownerKind = "key"      // admin routes
-	ownsTenant   ownerKind = "tenant"   // admin routes, and a tenant's own
+	ownsSandbox    ownerKind = "sandbox"
+	ownsBrowser    ownerKind = "browser_session"
+	ownsCheckpoint ownerKind = "browser_checkpoint"
+	ownsRecording  ownerKind = "browser_recording"
+	ownsJob        ownerKind = "job"      // jobs.Service checks the principal's tenant
+	ownsFile       ownerKind = "file"     // jobs.Service checks the principal's tenant
+	ownsTemplate   ownerKind = "template" // the handler looks it up in the key's tenant
+	ownsKey        ownerKind = "key"      // admin routes
+	ownsTenant     ownerKind = "tenant"   // admin routes, and a tenant's own
 )
 
 // ownerOf returns the kind of resource path's ID names, "" for a path
@@ -70,6 +72,10 @@ func ownerOf(path string) ownerKind {
 		return ownsSandbox
 	case strings.HasPrefix(path, "/v1/browser/sessions/{id}"):
 		return ownsBrowser
+	case strings.HasPrefix(path, "/v1/browser/checkpoints/{id}"):
+		return ownsCheckpoint
+	case strings.HasPrefix(path, "/v1/browser/recordings/{id}"):
+		return ownsRecording
 	case strings.HasPrefix(path, "/v1/jobs/{id}"):
 		return ownsJob
 	case path == "/v1/files/{sha256}":
@@ -82,6 +88,8 @@ func ownerOf(path string) ownerKind {
 		return ownsTenant
 	case path == "/v1/actions/{name}", path == "/v1/convert/{action}":
 		return "" // the action catalogue: the same for every tenant
+	case strings.HasPrefix(path, "/live/{token}"):
+		return "" // a view link: its signed token is the capability, and names its session
 	}
 	panic("httpapi: route " + path + " names a resource whose owner is not checked; add it to ownerOf")
 }
@@ -94,8 +102,10 @@ func ownerOf(path string) ownerKind {
 // twice.
 func (s *Server) guard(kind ownerKind, next http.Handler) http.Handler {
 	check := map[ownerKind]func(*http.Request) error{
-		ownsSandbox: s.ownsSandbox,
-		ownsBrowser: s.ownsBrowserSession,
+		ownsSandbox:    s.ownsSandbox,
+		ownsBrowser:    s.ownsBrowserSession,
+		ownsCheckpoint: s.ownsBrowserCheckpoint,
+		ownsRecording:  s.ownsRecording,
 	}[kind]
 	if check == nil {
 		return next
@@ -165,13 +175,31 @@ func (s *Server) ownsBrowserSession(r *http.Request) error {
 	}
 	id := r.PathValue("id")
 	sess, err := s.cfg.Browsers.Get(id)
-	if err != nil {
+	owner := ""
+	if err == nil {
+		owner = sess.Tenant()
+	} else if errcode.Has(err, errcode.SessionNotFound) {
+		// A session no longer live (closed, or of an earlier run of the
+		// daemon) is its journal's: the tenant recorded there owns it.
+		if owner, err = s.cfg.Browsers.JournalTenant(r.Context(), id); err != nil {
+			return err
+		}
+	} else {
 		return err
 	}
-	if sess.Tenant() != p.Tenant {
+	if owner != p.Tenant {
 		return errcode.SessionNotFound.New("browser session %q not found", id)
 	}
 	return nil
+}
+
+func (s *Server) ownsBrowserCheckpoint(r *http.Request) error {
+	p := principalOf(r)
+	if p.Admin() || s.cfg.Browsers == nil {
+		return nil // the handler says browser sessions are off
+	}
+	_, err := s.cfg.Browsers.GetCheckpoint(r.Context(), p.Tenant, r.PathValue("id"))
+	return err
 }
 
 // Cursors. A list's next page is named by an opaque cursor that binds the

@@ -307,7 +307,8 @@ func (m *Manager) fillOne(ctx context.Context) bool {
 }
 
 // evictPooled deletes one pool member to make room for a caller's
-// sandbox, and reports whether there was one.
+// sandbox, and reports whether there was one. Internal sandboxes are in
+// use (a job's, an isolated browser session's) and never evicted.
 func (m *Manager) evictPooled(ctx context.Context) bool { return m.deletePooled(ctx, 1) > 0 }
 
 // deletePooled deletes up to n unclaimed pool members (all for n < 0) and
@@ -319,7 +320,7 @@ func (m *Manager) deletePooled(ctx context.Context, n int) int {
 	}
 	deleted := 0
 	for _, sb := range all {
-		if sb.Pool == "" || deleted == n {
+		if sb.Pool == "" || deleted == n || (n >= 0 && strings.HasPrefix(sb.Pool, InternalPool)) {
 			continue
 		}
 		if err := m.Delete(ctx, sb.ID); err != nil {

@@ -156,9 +156,10 @@ func StartDaemonProcess(t testing.TB, dataDir string, extraArgs ...string) *Daem
 	bin := Binary(t)
 	_ = os.Remove(filepath.Join(dataDir, daemon.InfoFile))
 	NeedRuntime(t, Runtime())
-	// No warm job runtimes unless a test asks (a later --job-pool wins).
+	// No warm job runtimes or isolated browsers unless a test asks (a
+	// later --job-pool or --browser-isolated-warm wins).
 	args := append([]string{"serve", "--data", dataDir, "--listen", "127.0.0.1:0", "--log-level", "debug",
-		"--default-runtime", Runtime(), "--job-pool", "browser=0", "--job-pool", "office=0",
+		"--default-runtime", Runtime(), "--job-pool", "browser=0", "--job-pool", "office=0", "--browser-isolated-warm", "0",
 		"--uid-registry", UIDRegistry(t)}, extraArgs...)
 	cmd := exec.Command(bin, args...)
 	logf, err := os.OpenFile(filepath.Join(filepath.Dir(dataDir), "daemon.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
