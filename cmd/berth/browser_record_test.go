@@ -36,7 +36,7 @@ func TestBrowserRecordCommands(t *testing.T) {
 	}
 	c.fails(2, "between 100ms and 1m", "serve", "--browser-recording-interval", "10ms")
 	c.fails(1, "interval_ms", "browser", "record", "start", b, "--interval", "10ms")
-	testenv.Eventually(t, 30*time.Second, "three frames", func() bool {
+	testenv.Eventually(t, time.Minute, "three frames", func() bool {
 		var rec apitype.BrowserRecording
 		return json.Unmarshal([]byte(c.ok("browser", "record", "get", r).stdout), &rec) == nil && len(rec.Frames) >= 3
 	})

@@ -80,7 +80,7 @@ func (c *cli) command(ctx context.Context, stdin string, args ...string) (*exec.
 // exit code. It fails the test only if the binary could not run at all.
 func (c *cli) runIn(stdin string, args ...string) result {
 	c.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cmd, stdout, stderr := c.command(ctx, stdin, args...)
 	err := cmd.Run()

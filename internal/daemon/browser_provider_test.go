@@ -130,7 +130,7 @@ func TestBrowserProviders(t *testing.T) {
 			if err != nil || s2.Mode != apitype.BrowserModeRemote {
 				t.Fatalf("open without mode = %+v, %v; want a remote session", s2, err)
 			}
-			if !f.WaitRunning(0, 30*time.Second) {
+			if !f.WaitRunning(0, 90*time.Second) {
 				t.Error("the idle session's provider session was not released")
 			}
 			if created, released, _, _ := f.Counts(); created != 2 || released != 2 {
@@ -152,7 +152,7 @@ func TestBrowserProviders(t *testing.T) {
 			if kind == providerfake.Steel {
 				releaseReq += "/release"
 			}
-			deadline := time.Now().Add(30 * time.Second)
+			deadline := time.Now().Add(90 * time.Second)
 			for !slices.Contains(f.Requests(), releaseReq) && time.Now().Before(deadline) {
 				_ = c.BrowserAction(ctx, s3.ID, apitype.BrowserAction{Op: "evaluate", Expression: "1"}, nil)
 				time.Sleep(200 * time.Millisecond)

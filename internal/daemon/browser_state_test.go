@@ -344,7 +344,7 @@ func TestBrowserJournalKill9(t *testing.T) {
 		_ = d.Client.BrowserAction(ctx, s.ID, apitype.BrowserAction{Op: "evaluate", TimeoutMS: 110000,
 			Expression: `fetch("/ran"); new Promise(() => {})`}, nil)
 	}()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for {
 		es := journalOf(t, d.Client, s.ID)
 		if len(es) == 2 && es[1].Outcome == "running" && site.count("/ran") == 1 {

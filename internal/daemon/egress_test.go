@@ -67,7 +67,7 @@ func mustSh(t *testing.T, d *testenv.Daemon, id, cmd, want string) string {
 func logHas(t *testing.T, d *testenv.Daemon, id string, match func(apitype.NetworkLogEntry) bool) apitype.NetworkLogEntry {
 	t.Helper()
 	var found apitype.NetworkLogEntry
-	testenv.Eventually(t, 5*time.Second, "a matching connection log entry", func() bool {
+	testenv.Eventually(t, 60*time.Second, "a matching connection log entry", func() bool {
 		entries, err := d.Client.NetworkLog(context.Background(), id, 0)
 		if err != nil {
 			t.Fatal(err)
