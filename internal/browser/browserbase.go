@@ -85,22 +85,12 @@ func (b *Browserbase) Create(ctx context.Context, tag string, maxDuration time.D
 	secs := min(max(int64(maxDuration/time.Second)+60, 60), 21600)
 	in := map[string]any{"projectId": b.projectID, "userMetadata": map[string]string{browserbaseTagKey: tag}, "timeout": secs}
 	var out browserbaseSession
-	if err := b.call.do(ctx, http.MethodPost, b.base+"/v1/sessions", in, &out); err != nil {
-		var he *httpError
-		if errors.As(err, &he) && he.status >= 500 {
-			// A gateway may have passed the request on.
-			return "", "", fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
-		}
+	err := b.call.do(ctx, http.MethodPost, b.base+"/v1/sessions", in, &out)
+	if err := createAnswer(err, out.ID); err != nil {
 		return "", "", err
 	}
-	if out.ID == "" {
-		return "", "", fmt.Errorf("%w: the answer has no session ID", ErrOutcomeUnknown)
-	}
 	if err := checkConnectURL(ProviderBrowserbase, out.ConnectURL, b.base); err != nil {
-		// Made but unusable: release it here, the caller has no ID.
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
-		defer cancel()
-		return "", "", errors.Join(err, b.Release(rctx, out.ID))
+		return "", "", releaseUnusable(ctx, b, out.ID, err)
 	}
 	return out.ID, out.ConnectURL, nil
 }

@@ -2,6 +2,7 @@ package browser
 
 import (
 	"context"
+	"crypto/subtle"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -196,8 +197,14 @@ func (b *isolatedBrowser) bridge(h http.Handler) (string, error) {
 	}
 	prefix := "/" + ident.Token("") // 256 random bits
 	b.srv = &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rest, ok := strings.CutPrefix(r.URL.Path, prefix)
-		if !ok || (rest != "/json/version" && !strings.HasPrefix(rest, "/devtools/browser/")) {
+		// The prefix is a secret: compared in constant time.
+		p := r.URL.Path
+		if len(p) < len(prefix) || subtle.ConstantTimeCompare([]byte(p[:len(prefix)]), []byte(prefix)) != 1 {
+			http.NotFound(w, r)
+			return
+		}
+		rest := p[len(prefix):]
+		if rest != "/json/version" && !strings.HasPrefix(rest, "/devtools/browser/") {
 			http.NotFound(w, r)
 			return
 		}

@@ -47,6 +47,31 @@ type Provider interface {
 	Find(ctx context.Context, tag string) ([]string, error)
 }
 
+// createAnswer classifies the answer of a provider's create: an error of
+// 5xx may come from a gateway that passed the request on, and an answer
+// without a session ID does not say whether one was made; both are
+// ErrOutcomeUnknown, for the caller to reconcile.
+func createAnswer(err error, id string) error {
+	var he *httpError
+	switch {
+	case errors.As(err, &he) && he.status >= 500:
+		return fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
+	case err != nil:
+		return err
+	case id == "":
+		return fmt.Errorf("%w: the answer has no session ID", ErrOutcomeUnknown)
+	}
+	return nil
+}
+
+// releaseUnusable releases session id, made but unusable for why (its
+// connect URL): the caller gets no ID to release it with.
+func releaseUnusable(ctx context.Context, p Provider, id string, why error) error {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	defer cancel()
+	return errors.Join(why, p.Release(rctx, id))
+}
+
 // ErrOutcomeUnknown marks a Create whose request may have reached the
 // provider while its answer did not reach Berth (a timeout, a connection
 // closed after sending, an answer Berth could not read).

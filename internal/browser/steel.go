@@ -86,21 +86,13 @@ func steelID(tag string) string {
 func (st *Steel) Create(ctx context.Context, tag string, maxDuration time.Duration) (string, string, error) {
 	in := map[string]any{"sessionId": steelID(tag), "timeout": (maxDuration + time.Minute).Milliseconds()}
 	var out steelSession
-	if err := st.call.do(ctx, http.MethodPost, st.base+"/v1/sessions", in, &out); err != nil {
-		var he *httpError
-		if errors.As(err, &he) && he.status >= 500 {
-			return "", "", fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
-		}
+	err := st.call.do(ctx, http.MethodPost, st.base+"/v1/sessions", in, &out)
+	if err := createAnswer(err, out.ID); err != nil {
 		return "", "", err
-	}
-	if out.ID == "" {
-		return "", "", fmt.Errorf("%w: the answer has no session ID", ErrOutcomeUnknown)
 	}
 	connect, err := st.connectURL(out.WebsocketURL)
 	if err != nil {
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
-		defer cancel()
-		return "", "", errors.Join(err, st.Release(rctx, out.ID))
+		return "", "", releaseUnusable(ctx, st, out.ID, err)
 	}
 	return out.ID, connect, nil
 }
