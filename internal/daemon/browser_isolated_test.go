@@ -78,14 +78,15 @@ func openIsolated(t *testing.T, c *client.Client, req apitype.CreateBrowserSessi
 // directory, no mount (its network namespace is pinned by one), no record.
 func sandboxGone(t *testing.T, d *testenv.Daemon, id string) {
 	t.Helper()
-	testenv.Eventually(t, 60*time.Second, "sandbox "+id+" to be gone", func() bool {
+	// The record goes last, after the processes, mounts and files: all
+	// four are waited for.
+	testenv.Eventually(t, 60*time.Second, "sandbox "+id+" to be gone (processes, files, mounts, record)", func() bool {
 		mounts, _ := os.ReadFile("/proc/self/mountinfo")
 		_, err := os.Stat(filepath.Join(d.DataDir, "sandboxes", id))
-		return len(d.SandboxProcesses(id)) == 0 && os.IsNotExist(err) && !bytes.Contains(mounts, []byte(id))
+		_, getErr := d.Client.GetSandbox(context.Background(), id)
+		return len(d.SandboxProcesses(id)) == 0 && os.IsNotExist(err) && !bytes.Contains(mounts, []byte(id)) &&
+			errcode.Is(getErr, errcode.NotFound)
 	})
-	if _, err := d.Client.GetSandbox(context.Background(), id); !errcode.Is(err, errcode.NotFound) {
-		t.Errorf("GET the deleted sandbox %s: %v, want not found", id, err)
-	}
 }
 
 // sandboxSh runs a shell command in sandbox id (an admin may, in a
