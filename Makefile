@@ -22,7 +22,7 @@ FUZZTIME    ?= 20s
 # so this is the pseudo-version of a commit on its `go` branch.
 RUNSC_VERSION := v0.0.0-20260905035102-160fafc42237
 
-.PHONY: deps build runsc run test bench toolbox lint fuzz clean
+.PHONY: deps build runsc run test bench toolbox lint fuzz openapi clean
 
 ## deps: install the system packages Berth needs (only what is missing).
 deps:
@@ -80,6 +80,12 @@ lint:
 	fi
 	go run $(STATICCHECK) ./...
 	go mod tidy -diff
+
+## openapi: regenerate docs/openapi.json from the route table and apitype's
+## comments (review the diff).
+openapi:
+	go test ./internal/openapi -count=1 -run '^TestAPITypeDocs$$' -update-docs
+	go test ./internal/openapi -count=1 -run '^TestOpenAPIGolden$$' -update
 
 ## fuzz: each fuzz target for $(FUZZTIME).
 fuzz:

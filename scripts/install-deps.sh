@@ -9,7 +9,8 @@
 #             mkfs.ext4 for workspace disks, unshare for crun on hybrid
 #             cgroup hosts).
 #   optional  for benchmarks' peers (bubblewrap), browser sessions
-#             (Chromium; Node.js and npm for the Playwright test; ffmpeg
+#             (Chromium; Node.js and npm for the Playwright test and the
+#             TypeScript SDK's tests; ffmpeg
 #             for MP4 exports of recordings) and document jobs; a package
 #             the archive does not offer is reported and skipped.
 set -euo pipefail
@@ -19,7 +20,8 @@ required=(ca-certificates git make procps util-linux iproute2 python3 gcc libc6-
 optional=(bubblewrap chromium chromium-headless-shell fonts-noto-core
 	libreoffice-writer-nogui libreoffice-calc-nogui libreoffice-impress-nogui poppler-utils
 	nodejs ffmpeg)
-# npm runs the Playwright client of the CDP endpoint's test. A Node.js from
+# npm runs the Playwright client of the CDP endpoint's test and the TypeScript
+# SDK's tests (internal/sdktest: npm ci, tsc, node --test). A Node.js from
 # elsewhere (NodeSource) brings its own npm and conflicts with Debian's.
 command -v npm >/dev/null 2>&1 || optional+=(npm)
 

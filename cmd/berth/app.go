@@ -108,6 +108,7 @@ func (a *app) rootCommand() *cobra.Command {
 		a.restoreCommand(),
 		a.quarantineCommand(),
 		a.doctorCommand(),
+		a.mcpCommand(),
 		a.probeCommand(),
 		a.runnerCommand(),
 		&cobra.Command{

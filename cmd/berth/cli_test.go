@@ -571,6 +571,8 @@ func TestServeValidation(t *testing.T) {
 		{"warm pool size", nil, []string{"--warm-pool", "base=-1"}, "--warm-pool"},
 		{"journal entries", nil, []string{"--browser-journal-entries", "10001"}, "--browser-journal-entries must be 1-10000"},
 		{"env journal entries", []string{"BERTH_BROWSER_JOURNAL_ENTRIES=0"}, nil, "--browser-journal-entries"},
+		{"station id", nil, []string{"--station-id", "a/b"}, "--station-id must be"},
+		{"empty station id", nil, []string{"--station-id", ""}, "--station-id must be"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

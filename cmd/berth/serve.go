@@ -53,6 +53,7 @@ func (a *app) serveCommand() *cobra.Command {
 		egressOn                              bool
 		tenantMode                            bool
 		boundTenant                           string
+		stationID                             string
 		rates                                 = httpapi.DefaultRateLimits
 		trustedProxies                        []string
 	)
@@ -116,6 +117,9 @@ sandboxes keep running and are re-adopted by the next start.`,
 			if browserIsolatedWarm < 0 || browserIsolatedWarm > 16 {
 				return usageError{fmt.Errorf("--browser-isolated-warm must be 0-16")}
 			}
+			if !httpapi.ValidStationID(stationID) {
+				return usageError{fmt.Errorf("--station-id must be 1-128 letters, digits, '_', '-' or '.', starting with a letter or digit")}
+			}
 			if jobReuse < 1 || jobReuse > 1000 {
 				return usageError{fmt.Errorf("--job-runtime-reuse must be 1-1000")}
 			}
@@ -135,7 +139,7 @@ sandboxes keep running and are re-adopted by the next start.`,
 				JobsRuntime: jobsRuntime, NoJobWorkers: !jobWorkers, JobCapacity: jobCap, JobPools: jp, JobProfiles: profiles,
 				ActionsDir: actionsDir, JobChromium: chromium, Soffice: soffice, JobReuse: jobReuse,
 				JobRetention: jobRetention, AllowEmptyDatabase: allowEmptyDatabase, Egress: egress,
-				TenantMode: tenantMode, Tenant: boundTenant, RateLimits: &rates,
+				TenantMode: tenantMode, Tenant: boundTenant, RateLimits: &rates, StationID: stationID,
 				Ready: func(addr string) {
 					if logFormat == "text" {
 						a.printNextSteps(addr)
@@ -191,6 +195,7 @@ sandboxes keep running and are re-adopted by the next start.`,
 	f.IntVar(&egress.MaxConns, "egress-max-conns-total", 16384, "most open outbound connections of all sandboxes")
 	f.BoolVar(&tenantMode, "tenant-mode", false,
 		"serve tenants safely: refuse the process runtime and browser sessions that run on this host")
+	f.StringVar(&stationID, "station-id", httpapi.DefaultStationID, "this daemon's station ID in the Station method API (/api/v1/stations/ID/execution/...)")
 	f.StringVar(&boundTenant, "tenant", "", "bind the data directory to this tenant (made on first start); a directory bound to another refuses to start")
 	f.Var(&rates.PerSource, "rate-source", "requests per client address, as N/s, N/m or N/h[:burst] (off: no limit)")
 	f.Var(&rates.PerKey, "rate-key", "requests per API key")

@@ -169,7 +169,8 @@ func fillPath(t *testing.T, rt httpapi.Route, sandboxID, commandID string) strin
 	}
 	p := strings.NewReplacer("{id}", id, "{cid}", commandID, "{tid}", terminalID, "{name}", "no-such-service",
 		"{port}", "8000", "{path...}", "some/path", "{sha256}", strings.Repeat("0", 64),
-		"{action}", "no-such-action", "{token}", "brs_x.1.forged", "{artifact}", "art_none", "{n}", "0").Replace(rt.Path)
+		"{action}", "no-such-action", "{token}", "brs_x.1.forged", "{artifact}", "art_none", "{n}", "0",
+		"{stationId}", "local", "{primitive}", "sandbox").Replace(rt.Path)
 	if strings.HasPrefix(rt.Path, "/v1/templates/{name}") {
 		p = strings.Replace(rt.Path, "{name}", "no-such-template", 1)
 	}
@@ -290,7 +291,7 @@ func TestAuthEveryRouteNeedsAKey(t *testing.T) {
 			}
 		})
 	}
-	if diff := cmp.Diff([]string{"GET /healthz", "GET /readyz", "GET /live/{token}", "GET /live/{token}/live.js", "GET /live/{token}/ws"}, public); diff != "" {
+	if diff := cmp.Diff([]string{"GET /healthz", "GET /readyz", "GET /v1/openapi.json", "GET /live/{token}", "GET /live/{token}/live.js", "GET /live/{token}/ws"}, public); diff != "" {
 		t.Errorf("public routes (-want +got):\n%s", diff)
 	}
 }
@@ -307,11 +308,13 @@ func TestAuthExecutionScope(t *testing.T) {
 	var adminOnly int
 	for _, rt := range routeTable(t) {
 		// Keys, tenants (a tenant's key may read its own), image imports
-		// (shared templates) and the daemon's metrics.
+		// (shared templates), the daemon's metrics and the operator's
+		// station description.
 		want := strings.HasPrefix(rt.Path, "/v1/keys") || rt.Path == "/v1/templates/import" || rt.Path == "/metrics" ||
+			rt.Path == "/api/v1/execution" ||
 			(strings.HasPrefix(rt.Path, "/v1/tenants") && !(rt.Method == http.MethodGet && rt.Path == "/v1/tenants/{id}"))
 		if rt.AdminOnly != want {
-			t.Errorf("route %s %s: admin-only %v, want %v (keys, tenants, imports, metrics)", rt.Method, rt.Path, rt.AdminOnly, want)
+			t.Errorf("route %s %s: admin-only %v, want %v (keys, tenants, imports, metrics, station)", rt.Method, rt.Path, rt.AdminOnly, want)
 		}
 		if !rt.AdminOnly {
 			if rt.Public {

@@ -107,6 +107,9 @@ type Config struct {
 	// Tenant binds the data directory to one tenant (made on first start);
 	// a directory bound to another refuses to start.
 	Tenant string
+	// StationID is the daemon's station ID in the Station method API
+	// ("": httpapi.DefaultStationID).
+	StationID string
 	// RateLimits bound requests per source and key (nil: the defaults).
 	RateLimits *httpapi.RateLimits
 	Logger     *slog.Logger
@@ -322,6 +325,7 @@ func Run(ctx context.Context, cfg Config) error {
 		Collectors: network.Collectors(),
 		Tenants:    db, DefaultTenant: defaultTenant, BoundTenant: cfg.Tenant, TenantMode: cfg.TenantMode,
 		Audit: db, Idempotency: db, Sealer: sealer, RateLimits: cfg.RateLimits,
+		StationID: cfg.StationID,
 	})
 	defer api.Close()
 	revocations, stopRevocations := context.WithCancel(context.Background())

@@ -78,8 +78,11 @@ var (
 	PDFInvalid             = reason(Invalid, "pdf_invalid")
 	PNGInvalid             = reason(Invalid, "png_invalid")
 	PPTXInvalid            = reason(Invalid, "pptx_invalid")
+	MCPRequestInvalid      = reason(Invalid, "mcp_request_invalid")
 	PathEscapesWorkspace   = reason(Invalid, "path_escapes_workspace")
 	SecretHostRefused      = reason(Invalid, "secret_host_refused")
+	StationActionUnknown   = reason(Invalid, "station_action_unknown")
+	StationMethodUnknown   = reason(Invalid, "station_method_unknown")
 	PathInvalid            = reason(Invalid, "path_invalid")
 	PathIsSymlink          = reason(Invalid, "path_is_symlink")
 	PathTooLong            = reason(Invalid, "path_too_long")
@@ -108,6 +111,7 @@ var (
 var (
 	FilePermission    = reason(PermissionDenied, "file_permission")
 	ScopeInsufficient = reason(PermissionDenied, "scope_insufficient")
+	MCPHostForbidden  = reason(PermissionDenied, "mcp_host_forbidden")
 	TenantMode        = reason(PermissionDenied, "tenant_mode")
 )
 
@@ -135,6 +139,7 @@ var (
 	SandboxNotFound         = reason(NotFound, "sandbox_not_found")
 	ServiceNotFound         = reason(NotFound, "service_not_found")
 	SessionNotFound         = reason(NotFound, "session_not_found")
+	StationNotFound         = reason(NotFound, "station_not_found")
 	TargetNotFound          = reason(NotFound, "target_not_found")
 	TemplateNotFound        = reason(NotFound, "template_not_found")
 	TenantNotFound          = reason(NotFound, "tenant_not_found")
@@ -236,17 +241,18 @@ var (
 
 // Reasons of Unimplemented (501).
 var (
-	CheckpointUnsupported     = reason(Unimplemented, "checkpoint_unsupported")
-	DigestUnsupported         = reason(Unimplemented, "digest_unsupported")
-	FFmpegUnavailable         = reason(Unimplemented, "ffmpeg_unavailable")
-	FrameCrossOrigin          = reason(Unimplemented, "frame_cross_origin")
-	LayerMediaTypeUnsupported = reason(Unimplemented, "layer_media_type_unsupported")
-	NetworkUnavailable        = reason(Unimplemented, "network_unavailable")
-	PauseUnsupported          = reason(Unimplemented, "pause_unsupported")
-	ProviderNotConfigured     = reason(Unimplemented, "provider_not_configured")
-	RuntimeUnavailable        = reason(Unimplemented, "runtime_unavailable")
-	RuntimeUnsupported        = reason(Unimplemented, "runtime_unsupported")
-	UIDRegistryUnsupported    = reason(Unimplemented, "uid_registry_unsupported")
+	CheckpointUnsupported      = reason(Unimplemented, "checkpoint_unsupported")
+	DigestUnsupported          = reason(Unimplemented, "digest_unsupported")
+	FFmpegUnavailable          = reason(Unimplemented, "ffmpeg_unavailable")
+	FrameCrossOrigin           = reason(Unimplemented, "frame_cross_origin")
+	LayerMediaTypeUnsupported  = reason(Unimplemented, "layer_media_type_unsupported")
+	NetworkUnavailable         = reason(Unimplemented, "network_unavailable")
+	PauseUnsupported           = reason(Unimplemented, "pause_unsupported")
+	ProviderNotConfigured      = reason(Unimplemented, "provider_not_configured")
+	RuntimeUnavailable         = reason(Unimplemented, "runtime_unavailable")
+	RuntimeUnsupported         = reason(Unimplemented, "runtime_unsupported")
+	StationMethodUnimplemented = reason(Unimplemented, "station_method_unimplemented")
+	UIDRegistryUnsupported     = reason(Unimplemented, "uid_registry_unsupported")
 )
 
 // Reasons of Unavailable (503).

@@ -84,6 +84,10 @@ func retryAfter(w http.ResponseWriter, d time.Duration) string {
 // throttleSource limits requests per source.
 func (s *Server) throttleSource(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if isInner(r) { // the method API call around it paid
+			next.ServeHTTP(w, r)
+			return
+		}
 		if ok, wait := s.limits.source.Allow(s.limits.sourceOf(r)); !ok {
 			s.fail(w, r, errcode.RateLimited.New("this address's rate limit is reached; retry in %ss", retryAfter(w, wait)))
 			return
@@ -121,8 +125,9 @@ func (s *Server) throttleKey(pattern string, next http.Handler) http.Handler {
 			key, who string
 			on       bool
 		}{
-			{s.limits.key, p.KeyID, "this key's rate limit", true},
-			{s.limits.tenant, p.Tenant, "this tenant's rate limit", p.Tenant != ""},
+			// A method API call's REST request: the call paid these.
+			{s.limits.key, p.KeyID, "this key's rate limit", !isInner(r)},
+			{s.limits.tenant, p.Tenant, "this tenant's rate limit", p.Tenant != "" && !isInner(r)},
 			{s.limits.creates, p.KeyID, "this key's rate limit on creates", create},
 			{s.limits.tenantCreates, p.Tenant, "this tenant's rate limit on creates", create && p.Tenant != ""},
 		}

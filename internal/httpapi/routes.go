@@ -21,11 +21,13 @@ const (
 
 // routes is the whole HTTP surface of the daemon, one line per route.
 func (s *Server) routes() []route {
+	mcpH := s.handleMCP()
 	rs := []route{
 		{"GET /healthz", public, s.handleHealthz()},
 		{"GET /readyz", public, s.handleReadyz()},
 		{"GET /metrics", admin, s.handleMetrics()},
 		{"GET /v1/system", read, s.handleSystem()},
+		{"GET /v1/openapi.json", public, s.handleOpenAPI()},
 
 		{"POST /v1/sandboxes", execution, s.handleCreateSandbox()},
 		{"GET /v1/sandboxes", read, s.handleListSandboxes()},
@@ -137,6 +139,19 @@ func (s *Server) routes() []route {
 		{"PATCH /v1/tenants/{id}", admin, s.handleSetTenant()},
 		{"DELETE /v1/tenants/{id}", admin, s.handleDeleteTenant()},
 		{"GET /v1/audit", read, s.handleAudit()},
+
+		// MCP over streamable HTTP (mcp.go); the tools check each call's
+		// scope through the routes they call.
+		{"POST /mcp", read, mcpH},
+		{"GET /mcp", read, mcpH},
+		{"DELETE /mcp", read, mcpH},
+
+		// The Station-compatible method API (station.go): each method is
+		// dispatched into the routes above as the caller.
+		{"GET /api/v1/execution", admin, s.handleStationInfo()},
+		{"POST /api/v1/stations/{stationId}/execution/{primitive}", read, s.handleStationMethod()},
+		{"GET /api/v1/tenant/execution", read, s.handleStationInfo()},
+		{"POST /api/v1/tenant/stations/{stationId}/execution/{primitive}", read, s.handleStationMethod()},
 	}
 	// Ports take every method an app may serve.
 	for _, m := range portMethods {

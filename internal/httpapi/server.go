@@ -77,6 +77,9 @@ type Config struct {
 	// RateLimits bound requests per source and per key; nil takes
 	// DefaultRateLimits.
 	RateLimits *RateLimits
+	// StationID is this daemon's station ID in the Station method API
+	// (station.go); "" is DefaultStationID.
+	StationID string
 }
 
 // Server serves the API.
@@ -90,6 +93,7 @@ type Server struct {
 	reg            *prometheus.Registry
 	reqDur         *prometheus.HistogramVec
 	handler        http.Handler
+	toolsets       toolsets // the MCP endpoint's (mcp.go)
 }
 
 // New builds the server and its route table.
@@ -223,6 +227,9 @@ func (s *Server) Close() {
 func (s *Server) withRequestID(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := ident.New("req_")
+		if outer := requestID(r); outer != "" && isInner(r) {
+			id = outer // a method API call's REST request is the same request
+		}
 		w.Header().Set("X-Request-Id", id)
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestIDKey, id)))
 	})

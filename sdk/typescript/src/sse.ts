@@ -1,0 +1,69 @@
+/** One Server-Sent Event. */
+export interface SSEEvent {
+  /** The event name ("message" when the server gave none). */
+  event: string;
+  data: string;
+  id?: string;
+}
+
+/**
+ * Parses a text/event-stream body into events. Comment lines (keep-alives)
+ * are skipped; a multi-line data field is joined with newlines.
+ */
+export async function* parseSSE(body: ReadableStream<Uint8Array>): AsyncGenerator<SSEEvent> {
+  const decoder = new TextDecoder();
+  const reader = body.getReader();
+  let buf = "";
+  let event = "";
+  let data: string[] = [];
+  let id: string | undefined;
+  try {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) {
+        break;
+      }
+      buf += decoder.decode(value, { stream: true });
+      let nl: number;
+      while ((nl = buf.indexOf("\n")) >= 0) {
+        let line = buf.slice(0, nl);
+        buf = buf.slice(nl + 1);
+        if (line.endsWith("\r")) {
+          line = line.slice(0, -1);
+        }
+        if (line === "") {
+          if (data.length > 0 || event !== "") {
+            yield { event: event || "message", data: data.join("\n"), id };
+          }
+          event = "";
+          data = [];
+          id = undefined;
+          continue;
+        }
+        if (line.startsWith(":")) {
+          continue;
+        }
+        const colon = line.indexOf(":");
+        const field = colon < 0 ? line : line.slice(0, colon);
+        let val = colon < 0 ? "" : line.slice(colon + 1);
+        if (val.startsWith(" ")) {
+          val = val.slice(1);
+        }
+        switch (field) {
+          case "event":
+            event = val;
+            break;
+          case "data":
+            data.push(val);
+            break;
+          case "id":
+            id = val;
+            break;
+        }
+      }
+    }
+  } finally {
+    await reader.cancel().catch(() => {});
+    reader.releaseLock();
+  }
+}
