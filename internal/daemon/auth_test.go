@@ -23,6 +23,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -66,13 +67,22 @@ func sendProbe(t *testing.T, d *testenv.Daemon, p httpProbe) httpReply {
 // sendProbeFrom is sendProbe through hc.
 func sendProbeFrom(t *testing.T, hc *http.Client, d *testenv.Daemon, p httpProbe) httpReply {
 	t.Helper()
+	r, err := probeOnce(hc, d, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// probeOnce sends p through hc; it may run on any goroutine.
+func probeOnce(hc *http.Client, d *testenv.Daemon, p httpProbe) (httpReply, error) {
 	var body io.Reader
 	if p.body != "" {
 		body = strings.NewReader(p.body)
 	}
 	req, err := http.NewRequest(p.method, d.URL+p.path, body)
 	if err != nil {
-		t.Fatalf("%s %s: %v", p.method, p.path, err)
+		return httpReply{}, fmt.Errorf("%s %s: %v", p.method, p.path, err)
 	}
 	for k, vs := range p.header {
 		req.Header[k] = vs
@@ -85,14 +95,14 @@ func sendProbeFrom(t *testing.T, hc *http.Client, d *testenv.Daemon, p httpProbe
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		t.Fatalf("%s %s: %v", p.method, p.path, err)
+		return httpReply{}, fmt.Errorf("%s %s: %v", p.method, p.path, err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
-		t.Fatalf("%s %s: reading body: %v", p.method, p.path, err)
+		return httpReply{}, fmt.Errorf("%s %s: reading body: %v", p.method, p.path, err)
 	}
-	return httpReply{status: resp.StatusCode, header: resp.Header, body: string(b)}
+	return httpReply{status: resp.StatusCode, header: resp.Header, body: string(b)}, nil
 }
 
 // wantError checks that r is an error response in the one wire shape, with
@@ -895,7 +905,38 @@ func TestAPIErrorHygiene(t *testing.T) {
 		leaks = append(leaks, host)
 	}
 
-	var provoked int
+	// The probes (thousands) go four at a time.
+	var provoked atomic.Int64
+	probes := make(chan httpProbe)
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for p := range probes {
+				r, err := probeOnce(probeClient, d, p)
+				if err != nil {
+					t.Error(err)
+					continue
+				}
+				if r.status < 400 {
+					continue
+				}
+				provoked.Add(1)
+				what := fmt.Sprintf("%s %s %.40q", p.method, p.path, p.body)
+				for _, leak := range leaks {
+					if strings.Contains(r.body, leak) {
+						t.Errorf("%s = %d %s: body shows %q", what, r.status, r.body, leak)
+					}
+				}
+				if strings.HasPrefix(r.header.Get("Content-Type"), "text/plain") &&
+					(r.status == http.StatusNotFound || r.status == http.StatusMethodNotAllowed) {
+					continue // ServeMux's own answer for a path outside the table ("..")
+				}
+				if e := mustErrorBody(t, r); e.RequestID == "" || e.RequestID != r.header.Get("X-Request-Id") {
+					t.Errorf("%s: request_id %q, X-Request-Id %q, want equal and set", what, e.RequestID, r.header.Get("X-Request-Id"))
+				}
+			}
+		})
+	}
 	for _, rt := range routeTable(t) {
 		// Client input echoed back is no leak, so the probes carry no host
 		// paths of the daemon's own.
@@ -915,30 +956,15 @@ func TestAPIErrorHygiene(t *testing.T) {
 			for _, q := range queries {
 				for _, body := range bodies {
 					for _, key := range []string{d.Token, execKey.Secret, ""} {
-						r := sendProbe(t, d, httpProbe{method: rt.Method, path: path + q, auth: bearerAuth(key), body: body})
-						if r.status < 400 {
-							continue
-						}
-						provoked++
-						what := fmt.Sprintf("%s %s%s %.40q", rt.Method, path, q, body)
-						for _, leak := range leaks {
-							if strings.Contains(r.body, leak) {
-								t.Errorf("%s = %d %s: body shows %q", what, r.status, r.body, leak)
-							}
-						}
-						if strings.HasPrefix(r.header.Get("Content-Type"), "text/plain") &&
-							(r.status == http.StatusNotFound || r.status == http.StatusMethodNotAllowed) {
-							continue // ServeMux's own answer for a path outside the table ("..")
-						}
-						if e := mustErrorBody(t, r); e.RequestID == "" || e.RequestID != r.header.Get("X-Request-Id") {
-							t.Errorf("%s: request_id %q, X-Request-Id %q, want equal and set", what, e.RequestID, r.header.Get("X-Request-Id"))
-						}
+						probes <- httpProbe{method: rt.Method, path: path + q, auth: bearerAuth(key), body: body}
 					}
 				}
 			}
 		}
 	}
-	if provoked < 100 {
+	close(probes)
+	wg.Wait()
+	if provoked := provoked.Load(); provoked < 100 {
 		t.Errorf("provoked %d error responses, want at least 100; the probes do not reach the handlers", provoked)
 	}
 }
