@@ -59,8 +59,8 @@ test: deps build runsc
 	go vet ./...
 	$(call timed,all packages) go test -race -count=1 -timeout 30m ./...
 	# The end-to-end suites again, on every isolated runtime.
-	$(call timed,container) BERTH_TEST_RUNTIME=container go test -race -count=1 -timeout 20m ./internal/daemon/ ./cmd/berth/
-	$(call timed,gvisor) BERTH_TEST_RUNTIME=gvisor go test -race -count=1 -timeout 20m ./internal/daemon/ ./cmd/berth/
+	$(call timed,container) BERTH_TEST_RUNTIME=container go test -race -count=1 -timeout 30m ./internal/daemon/ ./cmd/berth/
+	$(call timed,gvisor) BERTH_TEST_RUNTIME=gvisor go test -race -count=1 -timeout 30m ./internal/daemon/ ./cmd/berth/
 
 ## bench: the benchmarks in internal/bench.
 bench: build

@@ -104,15 +104,19 @@ const toolsetInfo = "berth.toolset"
 type toolsetCtxKey struct{}
 
 func (s *Server) handleMCP() http.Handler {
-	srv := mcpserver.New(func(_ context.Context, extra *mcp.RequestExtra) (*mcpserver.Toolset, error) {
-		if extra != nil && extra.TokenInfo != nil {
-			if ts, ok := extra.TokenInfo.Extra[toolsetInfo].(*mcpserver.Toolset); ok {
-				return ts, nil
+	// The server (its tools' schemas) is built on the first request: a
+	// daemon that serves no MCP pays nothing for it.
+	server := sync.OnceValue(func() *mcp.Server {
+		return mcpserver.New(func(_ context.Context, extra *mcp.RequestExtra) (*mcpserver.Toolset, error) {
+			if extra != nil && extra.TokenInfo != nil {
+				if ts, ok := extra.TokenInfo.Extra[toolsetInfo].(*mcpserver.Toolset); ok {
+					return ts, nil
+				}
 			}
-		}
-		return nil, errcode.New(errcode.Internal, "this MCP request carries no toolset")
-	}, mcpserver.Options{Version: s.cfg.Version})
-	stream := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
+			return nil, errcode.New(errcode.Internal, "this MCP request carries no toolset")
+		}, mcpserver.Options{Version: s.cfg.Version})
+	})
+	stream := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server() },
 		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true, Logger: s.log})
 	// The SDK hands token info to the tools; the key was checked already
 	// (authenticate), so the verifier only passes the toolset along.
