@@ -18,8 +18,8 @@ import (
 // inspectorOnce installs the pinned MCP Inspector CLI once per test binary.
 var inspectorOnce struct {
 	sync.Once
-	dir string
-	err error
+	dir, out string
+	err      error
 }
 
 // inspector returns the directory of an installed MCP Inspector CLI
@@ -44,12 +44,11 @@ func inspector(t *testing.T) string {
 		cmd := exec.CommandContext(ctx, npm, "ci", "--no-audit", "--no-fund")
 		cmd.Dir = dir
 		if out, err := cmd.CombinedOutput(); err != nil {
-			inspectorOnce.err = err
-			inspectorOnce.dir = string(out)
+			inspectorOnce.err, inspectorOnce.out = err, string(out)
 		}
 	})
 	if inspectorOnce.err != nil {
-		t.Fatalf("npm ci in testdata/mcp-inspector: %v\n%s", inspectorOnce.err, inspectorOnce.dir)
+		t.Fatalf("npm ci in testdata/mcp-inspector: %v\n%s", inspectorOnce.err, inspectorOnce.out)
 	}
 	return inspectorOnce.dir
 }

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -174,6 +175,11 @@ func TestMCPSandboxTools(t *testing.T) {
 		if resp, _ := post(http.DefaultClient, "2025-06-18"); resp.StatusCode != http.StatusUnauthorized {
 			t.Errorf("without a key: %s", resp.Status)
 		}
+		// A toolset name that is not one.
+		bad := &http.Client{Transport: keyHeader{token: d.Token, toolset: "../x"}}
+		if resp, body := post(bad, "2025-06-18"); resp.StatusCode != http.StatusBadRequest || !strings.Contains(body, "Berth-Toolset") {
+			t.Errorf("a bad Berth-Toolset: %s %s", resp.Status, body)
+		}
 		// Stateless: no stream to GET.
 		if resp, err := hc.Get(d.URL + "/mcp"); err != nil || resp.StatusCode != http.StatusMethodNotAllowed {
 			t.Errorf("GET /mcp: %v %v", resp, err)
@@ -210,6 +216,18 @@ func TestMCPSandboxTools(t *testing.T) {
 		}](t, res)
 		if out.ExitCode == nil || *out.ExitCode != 3 || out.Stdout != "out\n" {
 			t.Fatalf("exec structured = %+v", out)
+		}
+	})
+	t.Run("exec bounds", func(t *testing.T) {
+		if msg := toolError(t, cs, "sandbox_exec", map[string]any{"sandbox": sb, "command": "true", "timeout_seconds": 601}); !strings.Contains(msg, "timeout_seconds: at most 600") {
+			t.Fatalf("a timeout past the bound: %q", msg)
+		}
+		// A command past its timeout is killed, and says so.
+		res := callTool(t, cs, "sandbox_exec", map[string]any{"sandbox": sb, "command": "sleep 30", "timeout_seconds": 1})
+		if text := resultText(res); strings.Contains(text, "exit code 0") || structured[struct {
+			Status string `json:"status"`
+		}](t, res).Status != apitype.CommandTimedOut {
+			t.Fatalf("a command past its timeout: %q", text)
 		}
 	})
 	t.Run("truncated output is marked", func(t *testing.T) {
@@ -343,7 +361,7 @@ func TestMCPSandboxTools(t *testing.T) {
 			ID string `json:"id"`
 		}](t, callTool(t, cs, "sandbox_open", map[string]any{"name": "mcp-temp", "runtime": testenv.Runtime()}))
 		rep := closeToolset(t, d, d.Token, "")
-		if !contains(rep.SandboxesDeleted, sb) || !contains(rep.SandboxesDeleted, tmp.ID) {
+		if !slices.Contains(rep.SandboxesDeleted, sb) || !slices.Contains(rep.SandboxesDeleted, tmp.ID) {
 			t.Fatalf("close report %+v, want %s and %s deleted", rep, sb, tmp.ID)
 		}
 		for _, id := range []string{sb, tmp.ID} {
@@ -352,15 +370,6 @@ func TestMCPSandboxTools(t *testing.T) {
 			}
 		}
 	})
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // closeToolset closes a toolset with DELETE /mcp.
@@ -515,7 +524,7 @@ func TestMCPBrowserTools(t *testing.T) {
 	}
 	third := open()
 	rep := closeToolset(t, d, d.Token, "browser")
-	if !contains(rep.BrowsersClosed, third) || !contains(rep.BrowsersKept, resumed.Session) || contains(rep.BrowsersClosed, resumed.Session) {
+	if !slices.Contains(rep.BrowsersClosed, third) || !slices.Contains(rep.BrowsersKept, resumed.Session) || slices.Contains(rep.BrowsersClosed, resumed.Session) {
 		t.Fatalf("close report %+v: want %s closed and %s kept", rep, third, resumed.Session)
 	}
 	if _, err := d.Client.BrowserSession(context.Background(), resumed.Session); err != nil {
@@ -568,6 +577,9 @@ func TestMCPConvert(t *testing.T) {
 		t.Fatal(err)
 	}
 	blob := read.Contents[0].Blob
+	if read.Contents[0].MIMEType != "application/pdf" {
+		t.Fatalf("the output's MIME type: %q", read.Contents[0].MIMEType)
+	}
 	sum := sha256.Sum256(blob)
 	if !bytes.HasPrefix(blob, []byte("%PDF")) || int64(len(blob)) != out.Size || hex.EncodeToString(sum[:]) != out.SHA256 {
 		t.Fatalf("the output: %d bytes, sha256 %x; the tool said %d, %s", len(blob), sum, out.Size, out.SHA256)

@@ -17,7 +17,6 @@ import (
 
 	"github.com/berthdev/berth/client"
 	"github.com/berthdev/berth/internal/apitype"
-	"github.com/berthdev/berth/internal/auth"
 	"github.com/berthdev/berth/internal/errcode"
 	"github.com/berthdev/berth/internal/mcpserver"
 	"github.com/berthdev/berth/internal/wire"
@@ -138,20 +137,16 @@ func (s *Server) handleMCP() http.Handler {
 		// The tools' REST requests are this request's: its ID, and the
 		// rate limits it paid (creates' limits still apply).
 		outer := requestID(r)
-		inner := func(ctx context.Context) context.Context {
-			return context.WithValue(context.WithValue(ctx, innerKey{}, true), requestIDKey, outer)
-		}
+		inner := func(ctx context.Context) context.Context { return asInner(ctx, outer) }
 		opts := []client.Option{client.WithHTTPClient(&http.Client{Transport: wire.InProcess{Handler: s, RemoteAddr: r.RemoteAddr, Context: inner}})}
 		if u := r.Header.Get("Berth-User"); u != "" {
 			opts = append(opts, client.WithUser(u))
 		}
-		c := client.New("http://"+r.Host, bearerOf(r), opts...)
+		// authenticate took the header, so it is "Bearer KEY".
+		key, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		c := client.New("http://"+r.Host, key, opts...)
 		ts := s.toolsets.get(p.KeyID, name, c)
 		if r.Method == http.MethodDelete {
-			if !p.Can(auth.ScopeExecution) {
-				s.fail(w, r, errcode.ScopeInsufficient.New("closing a toolset needs an execution key; this key's scope is %s", p.Scope))
-				return
-			}
 			rep := ts.Close(r.Context())
 			s.toolsets.forget(ts)
 			wire.Encode(w, http.StatusOK, rep)
@@ -236,21 +231,9 @@ func (e *mcpErrors) err() error {
 	switch e.status {
 	case http.StatusForbidden:
 		return errcode.MCPHostForbidden.New("the MCP endpoint refused the request: %s", msg)
-	case http.StatusUnauthorized:
-		return errcode.New(errcode.Unauthenticated, "%s", msg)
 	}
 	if e.status >= 500 {
 		return errcode.New(errcode.Internal, "the MCP transport failed: %s", msg)
 	}
 	return errcode.MCPRequestInvalid.New("the MCP transport refused the request: %s", msg)
-}
-
-// bearerOf is the request's key as its Authorization header gives it.
-func bearerOf(r *http.Request) string {
-	const prefix = "Bearer "
-	h := r.Header.Get("Authorization")
-	if len(h) > len(prefix) && http.CanonicalHeaderKey(h[:len(prefix)-1]) == "Bearer" {
-		return h[len(prefix):]
-	}
-	return h
 }

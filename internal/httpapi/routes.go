@@ -140,11 +140,11 @@ func (s *Server) routes() []route {
 		{"DELETE /v1/tenants/{id}", admin, s.handleDeleteTenant()},
 		{"GET /v1/audit", read, s.handleAudit()},
 
-		// MCP over streamable HTTP (mcp.go); the tools check each call's
-		// scope through the routes they call.
+		// MCP over streamable HTTP (mcp.go); each tool call needs the
+		// scope of the routes it calls.
 		{"POST /mcp", read, mcpH},
 		{"GET /mcp", read, mcpH},
-		{"DELETE /mcp", read, mcpH},
+		{"DELETE /mcp", execution, mcpH}, // closes the key's toolset
 
 		// The Station-compatible method API (station.go): each method is
 		// dispatched into the routes above as the caller.

@@ -63,6 +63,12 @@ func (s *Server) stationID() string {
 // outer request already paid (creates' limits still apply).
 type innerKey struct{}
 
+// asInner marks ctx as an inner request's, carrying the outer one's ID
+// (the method API's and the MCP endpoint's REST requests).
+func asInner(ctx context.Context, requestID string) context.Context {
+	return context.WithValue(context.WithValue(ctx, innerKey{}, true), requestIDKey, requestID)
+}
+
 func isInner(r *http.Request) bool {
 	v, _ := r.Context().Value(innerKey{}).(bool)
 	return v
@@ -212,7 +218,7 @@ func (s *Server) dispatch(r *http.Request, call stationCall) (*innerAnswer, erro
 		body = bytes.NewReader(payload)
 	}
 	u := url.URL{Path: call.path, RawQuery: call.query.Encode()}
-	ctx := context.WithValue(r.Context(), innerKey{}, true)
+	ctx := asInner(r.Context(), requestID(r))
 	in, err := http.NewRequestWithContext(ctx, call.method, u.RequestURI(), body)
 	if err != nil {
 		return nil, errcode.Wrap(errcode.Internal, err, "building a method's REST request")

@@ -9,6 +9,7 @@ import (
 	"io"
 	"path"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -27,7 +28,7 @@ const maxConvertInput = 16 << 20
 // maxResourceRead bounds what resources/read returns inline.
 const maxResourceRead = 16 << 20
 
-var convertActions = []any{"html-pdf", "html-pptx", "markdown-pdf", "office-pdf"}
+var convertActions = []string{"html-pdf", "html-pptx", "markdown-pdf", "office-pdf"}
 
 type convertIn struct {
 	Action   string          `json:"action" jsonschema:"html-pdf, html-pptx, markdown-pdf or office-pdf."`
@@ -71,11 +72,7 @@ func defaultInputName(action string) string {
 var safeName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
 
 func (s *server) convert(ctx context.Context, ts *Toolset, in convertIn) (*mcp.CallToolResult, convertOut, error) {
-	known := false
-	for _, a := range convertActions {
-		known = known || a == in.Action
-	}
-	if !known {
+	if !slices.Contains(convertActions, in.Action) {
 		return nil, convertOut{}, errcode.InvalidFields(map[string]string{"action": "one of html-pdf, html-pptx, markdown-pdf, office-pdf"})
 	}
 	name := in.Filename
@@ -134,7 +131,9 @@ func (s *server) convert(ctx context.Context, ts *Toolset, in convertIn) (*mcp.C
 		return nil, convertOut{}, fmt.Errorf("job %s ended %s with no output", job.ID, job.State)
 	}
 	o := job.Outputs[0]
-	ts.add(ts.files, o.SHA256)
+	ts.mu.Lock()
+	ts.outputs[o.SHA256] = o.MIME
+	ts.mu.Unlock()
 	out := convertOut{Job: job.ID, Output: FileURI + o.SHA256, Name: o.Name, MIME: o.MIME, Size: o.Size, SHA256: o.SHA256, Pages: o.Pages}
 	size := o.Size
 	text := fmt.Sprintf("%s: %s, %d bytes, sha256 %s", in.Action, o.Name, o.Size, o.SHA256)
@@ -154,8 +153,11 @@ func (s *server) readFile(ctx context.Context, req *mcp.ReadResourceRequest) (*m
 		return nil, err
 	}
 	uri := req.Params.URI
-	sha := strings.TrimPrefix(uri, FileURI)
-	if !strings.HasPrefix(uri, FileURI) || !ts.has(ts.files, sha) {
+	sha, ok := strings.CutPrefix(uri, FileURI)
+	ts.mu.Lock()
+	mime, made := ts.outputs[sha]
+	ts.mu.Unlock()
+	if !ok || !made {
 		return nil, mcp.ResourceNotFoundError(uri)
 	}
 	rc, err := ts.client().DownloadFile(ctx, sha)
@@ -170,17 +172,5 @@ func (s *server) readFile(ctx context.Context, req *mcp.ReadResourceRequest) (*m
 	if buf.Len() > maxResourceRead {
 		return nil, fmt.Errorf("the output is larger than %d bytes: download it with GET /v1/files/%s", maxResourceRead, sha)
 	}
-	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, Blob: buf.Bytes(), MIMEType: mimeOf(buf.Bytes())}}}, nil
-}
-
-func mimeOf(b []byte) string {
-	switch {
-	case bytes.HasPrefix(b, []byte("%PDF")):
-		return "application/pdf"
-	case bytes.HasPrefix(b, []byte("\x89PNG")):
-		return "image/png"
-	case bytes.HasPrefix(b, []byte("PK")):
-		return "application/vnd.openxmlformats-officedocument.presentationml.presentation"
-	}
-	return "application/octet-stream"
+	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, Blob: buf.Bytes(), MIMEType: mime}}}, nil
 }

@@ -57,7 +57,7 @@ type toolsetState struct {
 	sandboxes   map[string]bool // checked to carry the toolset's label
 	browsers    map[string]bool
 	checkpoints map[string]bool
-	files       map[string]bool   // sha256 of outputs it made
+	outputs     map[string]string // sha256 -> MIME type of the outputs it made
 	pending     map[string]string // kind -> idempotency key of a create whose outcome is unknown
 }
 
@@ -65,7 +65,7 @@ type toolsetState struct {
 // whose calls go through c.
 func NewToolset(id string, c *client.Client) *Toolset {
 	return &Toolset{c: c, toolsetState: &toolsetState{id: id, sandboxes: map[string]bool{}, browsers: map[string]bool{},
-		checkpoints: map[string]bool{}, files: map[string]bool{}, pending: map[string]string{}}}
+		checkpoints: map[string]bool{}, outputs: map[string]string{}, pending: map[string]string{}}}
 }
 
 // WithClient returns the toolset calling through c.
