@@ -199,7 +199,7 @@ sandboxes keep running and are re-adopted by the next start.`,
 	f.StringVar(&boundTenant, "tenant", "", "bind the data directory to this tenant (made on first start); a directory bound to another refuses to start")
 	f.Var(&rates.PerSource, "rate-source", "requests per client address, as N/s, N/m or N/h[:burst] (off: no limit)")
 	f.Var(&rates.PerKey, "rate-key", "requests per API key")
-	f.Var(&rates.CreatesKey, "rate-creates", "creates (sandboxes, commands, sessions, jobs, keys...) per API key")
+	f.Var(&rates.CreatesKey, "rate-creates", "creates (sandboxes, sessions, jobs, keys...; not commands) per API key")
 	f.Var(&rates.PerTenant, "rate-tenant", "requests per tenant, all its keys together")
 	f.Var(&rates.CreatesTenant, "rate-tenant-creates", "creates per tenant, all its keys together")
 	f.Var(&rates.AuthFailures, "rate-auth-failures", "failed authentications per client address before it is refused for a while")
