@@ -18,7 +18,8 @@ set -euo pipefail
 required=(ca-certificates git make procps util-linux iproute2 python3 gcc libc6-dev
 	crun runc e2fsprogs)
 optional=(bubblewrap chromium chromium-headless-shell fonts-noto-core
-	libreoffice-writer-nogui libreoffice-calc-nogui libreoffice-impress-nogui poppler-utils
+	libreoffice-writer-nogui libreoffice-calc-nogui libreoffice-impress-nogui python3-uno poppler-utils
+	qpdf libimage-exiftool-perl
 	nodejs ffmpeg)
 # npm runs the Playwright client of the CDP endpoint's test and the TypeScript
 # SDK's tests (internal/sdktest: npm ci, tsc, node --test). A Node.js from

@@ -15,6 +15,7 @@ import (
 // the tenant's alone; another tenant's key is told they do not exist; the
 // operator sets quotas and reads use against them.
 func TestTenants(t *testing.T) {
+	testenv.OnePass(t)
 	t.Parallel()
 	d := testenv.StartDaemon(t, nil)
 	admin := newCLI(t, d)

@@ -221,6 +221,7 @@ func createAPIKey(t *testing.T, d *testenv.Daemon, name, scope string) apitype.K
 // checks answers 401 to a missing, malformed, unknown or revoked key, and
 // (the positive control) something else to the admin key.
 func TestAuthEveryRouteNeedsAKey(t *testing.T) {
+	testenv.OnePass(t)
 	t.Parallel()
 	d := testenv.StartDaemon(t, nil)
 	ctx := context.Background()
@@ -309,6 +310,7 @@ func TestAuthEveryRouteNeedsAKey(t *testing.T) {
 // TestAuthExecutionScope is AUTH-06: an execution key gets 403 on the
 // admin-only routes and works on the sandbox routes.
 func TestAuthExecutionScope(t *testing.T) {
+	testenv.OnePass(t)
 	t.Parallel()
 	d := testenv.StartDaemon(t, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -392,6 +394,7 @@ func TestAuthExecutionScope(t *testing.T) {
 // TestAuthQueryCredentialsRejected is AUTH-08: keys in the query string
 // are refused, even next to a valid header, before anything happens.
 func TestAuthQueryCredentialsRejected(t *testing.T) {
+	testenv.OnePass(t)
 	t.Parallel()
 	d := testenv.StartDaemon(t, nil)
 	tests := []struct {
@@ -469,6 +472,7 @@ func (s *lockedBuffer) String() string {
 // database, the logs, the metrics or error bodies, and the admin key file
 // is private.
 func TestAuthSecretsNeverStoredOrShown(t *testing.T) {
+	testenv.OnePass(t)
 	t.Parallel()
 	var logs lockedBuffer
 	d := testenv.StartDaemon(t, func(c *daemon.Config) {
@@ -655,6 +659,7 @@ func (r byteRepeater) Read(p []byte) (int, error) {
 // with 413 as soon as the cap is passed, with a declared length or
 // chunked, on every JSON route.
 func TestAPIBodyCap(t *testing.T) {
+	testenv.OnePass(t)
 	t.Parallel()
 	const maxUpload = 1 << 20
 	d := testenv.StartDaemon(t, func(c *daemon.Config) { c.MaxUpload = maxUpload })
@@ -734,6 +739,7 @@ func TestAPIBodyCap(t *testing.T) {
 // TestAPIMalformedBody is API-01's other half: bodies that are not the
 // request type get 400 body_invalid with a message that says what is wrong.
 func TestAPIMalformedBody(t *testing.T) {
+	testenv.OnePass(t)
 	t.Parallel()
 	d := testenv.StartDaemon(t, nil)
 	exec := "/v1/sandboxes/" + ident.New("sbx_") + "/commands" // decoding comes before the lookup
@@ -772,6 +778,7 @@ func TestAPIMalformedBody(t *testing.T) {
 
 // TestAPIHeaderCap is API-02: headers beyond MaxHeaderBytes get 431.
 func TestAPIHeaderCap(t *testing.T) {
+	testenv.OnePass(t)
 	t.Parallel()
 	d := testenv.StartDaemon(t, nil)
 	many := func(n int) http.Header {
@@ -808,6 +815,7 @@ func TestAPIHeaderCap(t *testing.T) {
 // queries are refused with 400 naming the parameter, or clamped where the
 // API documents a maximum (wait_ms, limit).
 func TestAPIOutOfRangeParams(t *testing.T) {
+	testenv.OnePass(t)
 	t.Parallel()
 	d := testenv.StartDaemon(t, nil)
 	sb := newSandbox(t, d)
@@ -981,6 +989,7 @@ func mustErrorBody(t *testing.T, r httpReply) apitype.ErrorDetail {
 // TestAPIRequestIDs checks that every response carries a fresh request id
 // minted by the daemon, and error bodies repeat it.
 func TestAPIRequestIDs(t *testing.T) {
+	testenv.OnePass(t)
 	t.Parallel()
 	d := testenv.StartDaemon(t, nil)
 	idRE := regexp.MustCompile(`^req_[a-z2-7]{26}$`)
@@ -1027,6 +1036,7 @@ func TestAPIRequestIDs(t *testing.T) {
 // TestAPIMetrics checks /metrics: Prometheus text with the request
 // histogram, labelled by route pattern, never by the IDs in paths.
 func TestAPIMetrics(t *testing.T) {
+	testenv.OnePass(t)
 	t.Parallel()
 	d := testenv.StartDaemon(t, nil)
 	fake := ident.New("sbx_")
@@ -1055,6 +1065,7 @@ func TestAPIMetrics(t *testing.T) {
 // TestAPISystemRuntimes checks that /v1/system lists the process runtime
 // as available here.
 func TestAPISystemRuntimes(t *testing.T) {
+	testenv.OnePass(t)
 	t.Parallel()
 	d := testenv.StartDaemon(t, nil)
 	sys, err := d.Client.System(context.Background())
@@ -1081,6 +1092,7 @@ func TestAPISystemRuntimes(t *testing.T) {
 // TestAPIUnroutedRequestsAnswerJSON checks that paths and methods outside
 // the route table get the one error shape, not ServeMux's plain text.
 func TestAPIUnroutedRequestsAnswerJSON(t *testing.T) {
+	testenv.OnePass(t)
 	t.Parallel()
 	d := testenv.StartDaemon(t, nil)
 	for _, tt := range []struct {

@@ -24,6 +24,7 @@ import (
 // which no job names, is past the hour an upload waits and is swept at
 // start; the store's migration test checks files' owners.)
 func TestMigrationFromPreviousRelease(t *testing.T) {
+	testenv.OnePass(t)
 	t.Parallel()
 	src := filepath.Join("testdata", "prev-release")
 	dir := filepath.Join(testenv.ShortTempDir(t), "d")

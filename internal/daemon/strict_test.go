@@ -20,6 +20,7 @@ import (
 // same body written correctly (the control) is accepted and runs, on the
 // daemon's own routes and on one the agent decodes.
 func TestStrictJSONBodies(t *testing.T) {
+	testenv.OnePass(t)
 	t.Parallel()
 	d := testenv.StartDaemon(t, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

@@ -97,6 +97,7 @@ func sandboxIDs(t *testing.T, c *client.Client) []string {
 // Retry-After, while another key of the same tenant goes on (the bucket is
 // the key's); creates have a stricter bucket of their own.
 func TestRateLimitPerKey(t *testing.T) {
+	testenv.OnePass(t)
 	t.Parallel()
 	ctx := context.Background()
 	list := func(d *testenv.Daemon, k apitype.Key) httpReply {
@@ -171,6 +172,7 @@ func TestRateLimitPerKey(t *testing.T) {
 // still works, and other sources are unaffected (docs/api.md, Rate
 // limits).
 func TestRateLimitAuthFailuresBySource(t *testing.T) {
+	testenv.OnePass(t)
 	t.Parallel()
 	d := testenv.StartDaemon(t, func(cfg *daemon.Config) {
 		cfg.RateLimits = &httpapi.RateLimits{AuthFailures: ratelimit.Rate{PerSecond: 0.01, Burst: 5}}
@@ -206,6 +208,7 @@ func TestRateLimitAuthFailuresBySource(t *testing.T) {
 // nearest untrusted address in X-Forwarded-For; from any other peer the
 // header is ignored, so a fresh forged one per request escapes nothing.
 func TestRateLimitTrustedProxy(t *testing.T) {
+	testenv.OnePass(t)
 	t.Parallel()
 	failures := ratelimit.Rate{PerSecond: 0.01, Burst: 3}
 	list := func(authz, xff string) httpProbe {
@@ -329,6 +332,7 @@ func isolatedOrSkip(t *testing.T) string {
 // an isolated runtime refuses process sandboxes and host browser sessions,
 // to admin and tenant keys alike, creating nothing.
 func TestTenantModeRefusals(t *testing.T) {
+	testenv.OnePass(t)
 	t.Parallel()
 
 	t.Run("process default runtime", func(t *testing.T) {
@@ -446,6 +450,7 @@ func TestTenantModeRefusals(t *testing.T) {
 // no other tenant can be made or given keys, and the directory refuses to
 // start for another tenant or for none.
 func TestTenantDataDirBinding(t *testing.T) {
+	testenv.OnePass(t)
 	t.Parallel()
 	data := filepath.Join(testenv.ShortTempDir(t), "d")
 	t.Cleanup(func() { testenv.CheckNoProcesses(t, data) }) // runs after the daemons' cleanups
@@ -526,6 +531,7 @@ func TestTenantDataDirBinding(t *testing.T) {
 // tenant and key; a retry gets the first answer, marked replayed; the key
 // with another body is refused; other tenants' keys are their own.
 func TestIdempotencyKeys(t *testing.T) {
+	testenv.OnePass(t)
 	t.Parallel()
 	d := testenv.StartDaemon(t, nil)
 	ctx := context.Background()
@@ -743,6 +749,7 @@ func hasRequest(log apitype.AuditLog, id string) bool { return slices.Contains(r
 // tenant's key reads its tenant's entries only, an admin key every
 // tenant's or one's; pages are bound to the tenant that listed them.
 func TestAuditLog(t *testing.T) {
+	testenv.OnePass(t)
 	t.Parallel()
 	d := testenv.StartDaemon(t, nil)
 	ta, ka := tenantKey(t, d, "acme", auth.ScopeExecution)
@@ -893,6 +900,7 @@ func TestAuditLog(t *testing.T) {
 // TestAuditLogRefusedCalls: a mutating call with a valid key that its
 // scope refuses is an authenticated call, and is logged with how it ended.
 func TestAuditLogRefusedCalls(t *testing.T) {
+	testenv.OnePass(t)
 	t.Parallel()
 	d := testenv.StartDaemon(t, nil)
 	_, reader := tenantKey(t, d, "acme", auth.ScopeRead)
@@ -916,6 +924,7 @@ func TestAuditLogRefusedCalls(t *testing.T) {
 // TestRateLimitPerTenant: a tenant's keys share the tenant's bucket, so
 // more keys do not buy more requests; another tenant's key goes on.
 func TestRateLimitPerTenant(t *testing.T) {
+	testenv.OnePass(t)
 	t.Parallel()
 	d := testenv.StartDaemon(t, func(cfg *daemon.Config) {
 		cfg.RateLimits = &httpapi.RateLimits{PerTenant: ratelimit.Rate{PerSecond: 0.05, Burst: 6}}

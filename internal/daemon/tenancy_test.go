@@ -86,6 +86,7 @@ func (o ownedObjects) fill(rt httpapi.Route) (string, bool) {
 // key on tenant A's resource gets the 404 a missing one gets and changes
 // nothing; tenant A's key (the positive control) gets past the check.
 func TestTenancyEveryRoute(t *testing.T) {
+	testenv.OnePass(t)
 	t.Parallel()
 	testenv.NeedChromium(t)
 	d := testenv.StartDaemon(t, nil)
@@ -266,6 +267,7 @@ func snapshotOwned(t *testing.T, c *client.Client, o ownedObjects) string {
 // TestTenancyListsNamesCursors: two tenants may both own chat-42; each
 // lists only its own; a page's cursor is its tenant's alone.
 func TestTenancyListsNamesCursors(t *testing.T) {
+	testenv.OnePass(t)
 	t.Parallel()
 	d := testenv.StartDaemon(t, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -355,6 +357,7 @@ func TestTenancyListsNamesCursors(t *testing.T) {
 // TestTenancyReadScope: a read key lists and reads its tenant's resources
 // and every route that changes anything refuses it.
 func TestTenancyReadScope(t *testing.T) {
+	testenv.OnePass(t)
 	t.Parallel()
 	d := testenv.StartDaemon(t, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -411,6 +414,7 @@ func TestTenancyReadScope(t *testing.T) {
 // a terminal WebSocket) closes within 5 s of its revocation; another key's
 // stream (the control) stays open.
 func TestTenancyRevocationClosesStreams(t *testing.T) {
+	testenv.OnePass(t)
 	t.Parallel()
 	d := testenv.StartDaemon(t, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -499,6 +503,7 @@ func TestTenancyRevocationClosesStreams(t *testing.T) {
 // naming the quota, its limit and its use, and GET /v1/tenants/{id} shows
 // use against limits; another tenant is not limited by it.
 func TestTenancyQuotas(t *testing.T) {
+	testenv.OnePass(t)
 	t.Parallel()
 	d := testenv.StartDaemon(t, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -557,6 +562,7 @@ func TestTenancyQuotas(t *testing.T) {
 // TestTenancyRemoveTenant: removing a tenant that owns nothing revokes its
 // keys; the default tenant stays.
 func TestTenancyRemoveTenant(t *testing.T) {
+	testenv.OnePass(t)
 	t.Parallel()
 	d := testenv.StartDaemon(t, nil)
 	ctx := context.Background()
@@ -598,6 +604,7 @@ func readSandboxFile(t *testing.T, c *client.Client, id, path string) string {
 // bounded time; tenant B's commands meanwhile all succeed. (B's latency
 // under the flood is BenchmarkTenancyNoisyNeighbour's.)
 func TestTenancyNoisyNeighbour(t *testing.T) {
+	testenv.OnePass(t)
 	t.Parallel()
 	d := testenv.StartDaemon(t, func(c *daemon.Config) {
 		rl := httpapi.DefaultRateLimits
@@ -682,6 +689,7 @@ func TestTenancyNoisyNeighbour(t *testing.T) {
 // TestTenancyRevocationClosesCDP: a CDP WebSocket of a process-mode
 // session closes within 5 s of its key's revocation.
 func TestTenancyRevocationClosesCDP(t *testing.T) {
+	testenv.OnePass(t)
 	t.Parallel()
 	testenv.NeedChromium(t)
 	d := testenv.StartDaemon(t, nil)

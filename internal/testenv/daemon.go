@@ -247,6 +247,16 @@ func Runtime() string {
 	return "process"
 }
 
+// OnePass skips t in make test's container and gvisor passes: its
+// subject (authentication, tenancy, the API's edges) does not depend on the
+// sandbox runtime, so the process-runtime pass covers it once.
+func OnePass(t testing.TB) {
+	t.Helper()
+	if Runtime() != "process" {
+		t.Skip("runs in the process-runtime pass of make test: its subject does not depend on the runtime")
+	}
+}
+
 // NeedRuntime requires what runtime rt needs on this machine.
 func NeedRuntime(t testing.TB, rt string) {
 	t.Helper()
