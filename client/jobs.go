@@ -22,7 +22,22 @@ type (
 	FileRef          = apitype.FileRef
 	CreateJobRequest = apitype.CreateJobRequest
 	ActionHealth     = apitype.ActionHealth
+	WorkspaceRef     = apitype.WorkspaceRef
 )
+
+// WorkspaceInput is a job input read from path in sandbox's workspace.
+func WorkspaceInput(sandbox, path string) JobInput {
+	return JobInput{Sandbox: sandbox, Path: path}
+}
+
+// ActionCatalog reports every action's health with the job runtime's
+// digest, as recorded when the daemon started and (when it changed since)
+// as it is now.
+func (c *Client) ActionCatalog(ctx context.Context) (apitype.Actions, error) {
+	var out apitype.Actions
+	err := c.doJSON(ctx, http.MethodGet, "/v1/actions", nil, nil, &out)
+	return out, err
+}
 
 // Actions reports every action's health.
 func (c *Client) Actions(ctx context.Context) ([]apitype.ActionHealth, error) {

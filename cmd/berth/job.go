@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
@@ -20,11 +21,11 @@ import (
 func (a *app) jobCommand() *cobra.Command {
 	cmd := &cobra.Command{Use: "job", Aliases: []string{"jobs"}, Short: "Run, list, inspect and cancel sandbox jobs (conversions)"}
 
-	var ins, opts []string
-	var out, businessID string
+	var ins, opts, inSandbox []string
+	var out, businessID, outSandbox string
 	var detach bool
 	run := &cobra.Command{
-		Use:   "run ACTION --in FILE... [--opt KEY=VALUE...] [--out FILE]",
+		Use:   "run ACTION[@VERSION] --in FILE... [--opt KEY=VALUE...] [--out FILE]",
 		Short: "Run a job and save its output",
 		Long: `Run a job: upload the inputs, queue the job, follow it (a progress bar on a
 terminal, one line per event otherwise) and save its output.
@@ -32,8 +33,14 @@ terminal, one line per event otherwise) and save its output.
   berth job run html-pdf --in index.html --in style.css --opt paper=A4 --out report.pdf
   berth job run office-pdf --in letter.docx
   berth job run html-pptx --in slides.html --opt width=1280 --opt height=720
+  berth job run office-pdf@1.0.0 --in-sandbox $SB:reports/q3.docx --out-sandbox $SB:exports/
 
 --in takes a file (its name in the job is its base name) or NAME=FILE.
+--in-sandbox SANDBOX:PATH reads an input from a sandbox's workspace;
+--out-sandbox SANDBOX:PATH writes the outputs into one (a PATH ending in /
+is a directory: the outputs keep their names), and then nothing is saved
+here unless --out is given too. ACTION@VERSION refuses to run another
+version of the action (VERSION_MISMATCH).
 --opt values are JSON when they parse as JSON (true, 2.5), strings otherwise.
 --out defaults to the main input's name with the output's extension.`,
 		Args: cobra.ExactArgs(1),
@@ -43,10 +50,25 @@ terminal, one line per event otherwise) and save its output.
 				return err
 			}
 			ctx := cmd.Context()
-			if len(ins) == 0 {
-				return usageError{fmt.Errorf("give at least one --in FILE")}
+			if len(ins) == 0 && len(inSandbox) == 0 {
+				return usageError{fmt.Errorf("give at least one --in FILE (or --in-sandbox SANDBOX:PATH)")}
 			}
-			req := apitype.CreateJobRequest{Action: args[0], BusinessID: businessID, Inputs: map[string]apitype.JobInput{}}
+			action, version, _ := strings.Cut(args[0], "@")
+			req := apitype.CreateJobRequest{Action: action, Version: version, BusinessID: businessID, Inputs: map[string]apitype.JobInput{}}
+			for _, in := range inSandbox {
+				sbx, p, ok := strings.Cut(in, ":")
+				if !ok || sbx == "" || p == "" {
+					return usageError{fmt.Errorf("--in-sandbox %q: want SANDBOX:PATH", in)}
+				}
+				req.Inputs[path.Base(p)] = apitype.JobInput{Sandbox: sbx, Path: p}
+			}
+			if outSandbox != "" {
+				sbx, p, ok := strings.Cut(outSandbox, ":")
+				if !ok || sbx == "" || p == "" {
+					return usageError{fmt.Errorf("--out-sandbox %q: want SANDBOX:PATH", outSandbox)}
+				}
+				req.Output = &apitype.WorkspaceRef{Sandbox: sbx, Path: p}
+			}
 			for _, in := range ins {
 				name, path, ok := strings.Cut(in, "=")
 				if !ok {
@@ -103,6 +125,14 @@ terminal, one line per event otherwise) and save its output.
 				}
 				return fmt.Errorf("job %s %s", j.ID, j.State)
 			}
+			for _, o := range j.Outputs {
+				if o.Workspace != nil {
+					fmt.Fprintf(a.stderr, "wrote %s:%s (%s)\n", o.Workspace.Sandbox, o.Workspace.Path, humanBytes(o.Size))
+				}
+			}
+			if req.Output != nil && out == "" {
+				return nil
+			}
 			for i, o := range j.Outputs {
 				dst := out
 				if dst == "" || i > 0 {
@@ -128,6 +158,8 @@ terminal, one line per event otherwise) and save its output.
 	run.Flags().StringArrayVar(&ins, "in", nil, "an input file, or NAME=FILE (repeat)")
 	run.Flags().StringArrayVar(&opts, "opt", nil, "an option KEY=VALUE (repeat)")
 	run.Flags().StringVar(&out, "out", "", "where to write the output")
+	run.Flags().StringArrayVar(&inSandbox, "in-sandbox", nil, "an input in a sandbox's workspace, SANDBOX:PATH (repeat)")
+	run.Flags().StringVar(&outSandbox, "out-sandbox", "", "write the outputs into a sandbox's workspace, SANDBOX:PATH (PATH ending in / for a directory)")
 	run.Flags().StringVar(&businessID, "business-id", "", "idempotency key: a repeat returns the earlier job")
 	run.Flags().BoolVar(&detach, "detach", false, "print the job's ID and return without waiting")
 
@@ -300,20 +332,23 @@ func (a *app) actionsCommand() *cobra.Command {
 				return err
 			}
 			var list []apitype.ActionHealth
+			var catalog apitype.Actions
 			if len(args) == 1 {
 				h, err := c.Action(cmd.Context(), args[0])
 				if err != nil && h.Reason == "" {
 					return err
 				}
 				list = []apitype.ActionHealth{h}
-			} else if list, err = c.Actions(cmd.Context()); err != nil {
+			} else if catalog, err = c.ActionCatalog(cmd.Context()); err != nil {
 				return err
+			} else {
+				list = catalog.Actions
 			}
 			if asJSON {
 				return a.printJSON(list)
 			}
 			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ACTION\tVERSION\tPROFILE\tHEALTH\tDETAIL")
+			fmt.Fprintln(tw, "ACTION\tVERSION\tPROFILE\tHEALTH\tRUNTIME\tDETAIL")
 			for _, h := range list {
 				health, detail := "available", h.Description
 				if !h.Available {
@@ -322,7 +357,14 @@ func (a *app) actionsCommand() *cobra.Command {
 						detail += "; " + h.Hint
 					}
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", h.Name, firstNonEmpty(h.Version, "-"), firstNonEmpty(h.Profile, "-"), health, detail)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", h.Name, firstNonEmpty(h.Version, "-"), firstNonEmpty(h.Profile, "-"), health,
+					firstNonEmpty(shortDigest(h.RuntimeDigest), "-"), detail)
+			}
+			if catalog.RuntimeDigest != "" {
+				fmt.Fprintf(tw, "\njob runtime %s (recorded when the daemon started)\n", catalog.RuntimeDigest)
+				if catalog.RuntimeDigestNow != "" {
+					fmt.Fprintf(tw, "job runtime now %s: it changed under the daemon\n", catalog.RuntimeDigestNow)
+				}
 			}
 			if err := tw.Flush(); err != nil || len(args) == 0 || len(list[0].Options) == 0 {
 				return err
@@ -339,6 +381,14 @@ func (a *app) actionsCommand() *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
+}
+
+// shortDigest is a runtime digest cut for a table: sha256: and 12 digits.
+func shortDigest(d string) string {
+	if len(d) > len("sha256:")+12 {
+		return d[:len("sha256:")+12]
+	}
+	return d
 }
 
 // optionType is an option's type with its bounds: number 0.1-2, string

@@ -36,12 +36,14 @@ func (a *app) runnerCommand() *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&cfg.Profile, "profile", jobspec.ProfileBrowser, "what the runner runs: browser or office")
+	f.StringVar(&cfg.Profile, "profile", jobspec.ProfileBrowser, "what the runner runs: browser, office or pdf")
 	f.StringVar(&listen, "listen", net.JoinHostPort("127.0.0.1", strconv.Itoa(jobspec.RunnerPort)), "address to serve the runner API on")
 	f.StringVar(&cfg.InputDir, "in", jobspec.InputDir, "directory of the job's inputs")
 	f.StringVar(&cfg.OutputDir, "out", jobspec.OutputDir, "directory to write the job's outputs into")
+	f.IntVar(&cfg.Jobs, "jobs", 1, "jobs this runtime serves, one tenant's (1: Chromium runs as one process)")
 	f.StringVar(&cfg.Chromium, "chromium", "", "Chromium binary (default: chromium-headless-shell, then chromium)")
 	f.StringVar(&cfg.Soffice, "soffice", "", "LibreOffice's soffice (default: found on PATH)")
+	f.StringVar(&cfg.Python, "python", "", "Python with LibreOffice's UNO bindings, for the office converter (default: /usr/bin/python3)")
 	return cmd
 }
 

@@ -87,7 +87,7 @@ sandboxes keep running and are re-adopted by the next start.`,
 				name, n, ok := strings.Cut(p, "=")
 				size, err := strconv.Atoi(n)
 				if _, known := jp[name]; !ok || !known || err != nil || size < 0 || size > 64 {
-					return usageError{fmt.Errorf("--job-pool %q: want PROFILE=N with PROFILE browser or office and N 0-64", p)}
+					return usageError{fmt.Errorf("--job-pool %q: want PROFILE=N with PROFILE browser, office or pdf and N 0-64", p)}
 				}
 				jp[name] = size
 			}
@@ -173,7 +173,7 @@ sandboxes keep running and are re-adopted by the next start.`,
 		"start even if the database is empty while sandbox directories exist (they are quarantined, not removed)")
 	f.BoolVar(&jobWorkers, "job-workers", true, "consume the job queue on this daemon (false: jobs are refused with WORKER_UNAVAILABLE)")
 	f.StringArrayVar(&jobMemory, "job-memory", nil, "memory of each job sandbox of PROFILE, as PROFILE=MB (default 4096 for both; /dev/shm is a quarter of it, at most 1024)")
-	f.StringArrayVar(&jobPools, "job-pool", nil, "keep N fresh job runtimes of PROFILE started, as PROFILE=N (defaults browser=2, office=1)")
+	f.StringArrayVar(&jobPools, "job-pool", nil, "keep N fresh job runtimes of PROFILE started, as PROFILE=N (defaults browser=2, office=1, pdf=0)")
 	f.IntVar(&jobCap.Global, "jobs-max", jobCap.Global, "most jobs starting or running at once")
 	f.IntVar(&jobCap.Tenant, "jobs-max-per-tenant", jobCap.Tenant, "most jobs starting or running at once per tenant")
 	f.IntVar(&jobCap.User, "jobs-max-per-user", jobCap.User, "most jobs starting or running at once per user (Berth-User, else the API key)")

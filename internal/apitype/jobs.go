@@ -26,13 +26,26 @@ type FileRef struct {
 	Size   int64  `json:"size"`
 	MIME   string `json:"mime"`
 	Pages  int    `json:"pages,omitempty"` // PDF pages, PPTX slides
+	// Workspace is where in a sandbox's workspace the file was read from
+	// (an input) or written to (an output), when it was.
+	Workspace *WorkspaceRef `json:"workspace,omitempty"`
 }
 
-// JobInput is one input of a job request: inline bytes or a file uploaded
-// with POST /v1/files.
+// WorkspaceRef names a file (or, for an output ending in "/", a
+// directory) in a sandbox's workspace.
+type WorkspaceRef struct {
+	Sandbox string `json:"sandbox"`
+	Path    string `json:"path"`
+}
+
+// JobInput is one input of a job request: inline bytes, a file uploaded
+// with POST /v1/files, or a file in a sandbox's workspace (Sandbox and
+// Path, read when the job is submitted).
 type JobInput struct {
 	ContentBase64 string `json:"content_base64,omitempty"`
 	SHA256        string `json:"sha256,omitempty"`
+	Sandbox       string `json:"sandbox,omitempty"`
+	Path          string `json:"path,omitempty"`
 }
 
 // CreateJobRequest is the body of POST /v1/jobs (and of POST
@@ -46,6 +59,13 @@ type CreateJobRequest struct {
 	User    string              `json:"user,omitempty"`
 	Inputs  map[string]JobInput `json:"inputs"`
 	Options json.RawMessage     `json:"options,omitempty"`
+	// Version, when set, must be the action's version (else
+	// VERSION_MISMATCH, before anything is queued).
+	Version string `json:"version,omitempty"`
+	// Output, when set, is where in a sandbox's workspace the outputs are
+	// written too: a directory ending in "/" keeps each output's name,
+	// another path is the file's (one output only).
+	Output *WorkspaceRef `json:"output,omitempty"`
 }
 
 // JobError says why a job failed.
@@ -67,9 +87,11 @@ type Job struct {
 	Inputs        []FileRef       `json:"inputs"`
 	Options       json.RawMessage `json:"options,omitempty"`
 	Outputs       []FileRef       `json:"outputs"`
-	Error         *JobError       `json:"error,omitempty"`
-	Attempt       int             `json:"attempt"`
-	MaxAttempts   int             `json:"max_attempts"`
+	// Output is the workspace destination the request named.
+	Output      *WorkspaceRef `json:"output,omitempty"`
+	Error       *JobError     `json:"error,omitempty"`
+	Attempt     int           `json:"attempt"`
+	MaxAttempts int           `json:"max_attempts"`
 	// Blocked lists requests the document made that were refused.
 	Blocked    []string   `json:"blocked,omitempty"`
 	CreatedAt  time.Time  `json:"created_at"`
@@ -110,6 +132,9 @@ type ActionHealth struct {
 	Description string   `json:"description,omitempty"`
 	Output      string   `json:"output,omitempty"`
 	Extensions  []string `json:"extensions,omitempty"`
+	// RuntimeDigest is the job runtime digest the action needs: the one a
+	// bundle pins, else the runtime's recorded when this daemon started.
+	RuntimeDigest string `json:"runtime_digest,omitempty"`
 	// Available is true when a job of this action would be accepted now;
 	// otherwise Reason is the most specific cause (ACTION_MISSING,
 	// ACTION_INVALID, PROFILE_MISSING, RUNTIME_UNBOUND, VERSION_MISMATCH,
@@ -141,4 +166,9 @@ type ActionOption struct {
 // Actions is the answer of GET /v1/actions.
 type Actions struct {
 	Actions []ActionHealth `json:"actions"`
+	// RuntimeDigest identifies the job runtime this daemon recorded when
+	// it built it; RuntimeDigestNow is what it holds now, when that
+	// differs (every action is then PROFILE_UNHEALTHY).
+	RuntimeDigest    string `json:"runtime_digest,omitempty"`
+	RuntimeDigestNow string `json:"runtime_digest_now,omitempty"`
 }

@@ -206,14 +206,20 @@ func waitPool(ctx context.Context, b *testing.B, c *client.Client) {
 	b.Fatal("the job runtime pool did not refill within a minute")
 }
 
-// BenchmarkJobDOCXToPDF measures DOCX to PDF through the API (a fresh
-// container sandbox, LibreOffice per job), against LibreOffice's own
-// one-shot conversion of the same file on the host. Target: p99 <= 2x p50.
+// BenchmarkJobDOCXToPDF measures DOCX (2 pages) to PDF through the API
+// (POST /v1/convert/office-pdf: a fresh container sandbox whose
+// LibreOffice was started, listening, and connected to by the runner's UNO
+// converter before the job: the job only loads the document and exports
+// it), against LibreOffice's own one-shot conversion of the same file on
+// the host (soffice --headless --convert-to pdf, its profile warmed),
+// interleaved in the same run. Between runs the office pool is refilled,
+// untimed: each job gets a warm runtime, as a job does when the pool keeps
+// up. Targets: p50 <= 0.35x the one-shot's, p99 <= 2x p50.
 func BenchmarkJobDOCXToPDF(b *testing.B) {
 	needJobs(b)
 	testenv.NeedCommand(b, "soffice")
 	d := jobsDaemon(b, map[string]int{"browser": 0, "office": 1}, 1)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	doc := benchDOCX()
 	req := apitype.CreateJobRequest{Action: "office-pdf", Inputs: map[string]apitype.JobInput{
@@ -233,15 +239,37 @@ func BenchmarkJobDOCXToPDF(b *testing.B) {
 		}
 		return nil
 	}
-	if err := oneShot(); err != nil { // warm its profile, as the runner does
+	if err := oneShot(); err != nil { // warm its profile, as a runner warms its own
 		b.Fatal(err)
 	}
-	got, peer := interleaved(b, min(b.N, 15), func() error { return convert(ctx, d.Client, req, "%PDF-") },
-		oneShot, func() {})
-	report(b, "DOCX to PDF, API to PDF", got, "one-shot soffice --convert-to pdf", peer, "p99 <= 2x p50")
-	if b.N > 1 {
-		logSummary(b, fmt.Sprintf("  DOCX p99/p50 = %.2f", ratio(percentile(got, 99), percentile(got, 50))))
+	settle := func() { waitProfilePool(ctx, b, d.Client, "office") }
+	settle()
+	got, peer := interleaved(b, b.N, func() error { return convert(ctx, d.Client, req, "%PDF-") }, oneShot, settle)
+	report(b, "DOCX to PDF, API to PDF (warm LibreOffice)", got, "one-shot soffice --convert-to pdf", peer,
+		"p50 <= 0.35x the one-shot's, p99 <= 2x p50")
+	p50, p99 := percentile(got, 50), percentile(got, 99)
+	b.ReportMetric(ratio(p99, p50), "p99/p50")
+	logSummary(b, fmt.Sprintf("  DOCX p50/one-shot p50 = %.2f (target <= 0.35); p99/p50 = %.2f (target <= 2)",
+		ratio(p50, percentile(peer, 50)), ratio(p99, p50)))
+}
+
+// waitProfilePool waits until profile's job runtime pool is full.
+func waitProfilePool(ctx context.Context, b *testing.B, c *client.Client, profile string) {
+	b.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		sys, err := c.System(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, p := range sys.Jobs.Pools {
+			if p.Profile == profile && p.Ready >= p.Size {
+				return
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
+	b.Fatalf("the %s job runtime pool did not refill within 2 minutes", profile)
 }
 
 // benchDOCX is a two-page Word document of 15 paragraphs a page.

@@ -309,6 +309,29 @@ section:nth-child(2) { background: #fc0 }</style></head><body>
 	if !strings.Contains(notes, "Say hello first.") || !strings.Contains(notes, "Then the numbers.") {
 		t.Errorf("speaker notes are missing: %.500s", notes)
 	}
+
+	// Editable mode: each slide's heading is a text box, not a picture.
+	j = runJob(t, d.Client, apitype.CreateJobRequest{Action: "html-pptx", Inputs: map[string]apitype.JobInput{"index.html": inline([]byte(slides))},
+		Options: json.RawMessage(`{"mode": "editable"}`)})
+	ez, err := zip.OpenReader(output(t, d.Client, j, dir))
+	if err != nil {
+		t.Fatalf("the editable PPTX is not a zip: %v", err)
+	}
+	defer ez.Close()
+	var slide2 []byte
+	for _, f := range ez.File {
+		if strings.HasPrefix(f.Name, "ppt/media/") {
+			t.Errorf("editable deck of text has a picture part %s", f.Name)
+		}
+		if f.Name == "ppt/slides/slide2.xml" {
+			rc, _ := f.Open()
+			slide2, _ = io.ReadAll(rc)
+			rc.Close()
+		}
+	}
+	if !strings.Contains(string(slide2), `<a:t>Second slide</a:t>`) || !strings.Contains(string(slide2), `<a:srgbClr val="FFCC00"/>`) {
+		t.Errorf("editable slide 2 lacks its heading as text or its background: %.800s", slide2)
+	}
 }
 
 func TestJobOfficeToPDF(t *testing.T) {

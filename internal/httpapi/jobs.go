@@ -47,7 +47,9 @@ func (s *Server) handleListActions() http.Handler {
 		if s.jobsUnavailable(w, r) {
 			return
 		}
-		wire.Encode(w, http.StatusOK, apitype.Actions{Actions: s.cfg.Jobs.Actions()})
+		out := apitype.Actions{Actions: s.cfg.Jobs.Actions()}
+		out.RuntimeDigest, out.RuntimeDigestNow = s.cfg.Jobs.RuntimeDigest()
+		wire.Encode(w, http.StatusOK, out)
 	})
 }
 
@@ -383,6 +385,14 @@ func (s *Server) multipartJob(r *http.Request) (apitype.CreateJobRequest, error)
 		switch field {
 		case "business_id":
 			req.BusinessID = string(b)
+		case "version":
+			req.Version = string(b)
+		case "output":
+			// A workspace destination: {"sandbox": "sbx_...", "path": "exports/"}.
+			req.Output = &apitype.WorkspaceRef{}
+			if err := wire.DecodeJSON(bytes.NewReader(b), req.Output); err != nil {
+				return req, errcode.InvalidFields(map[string]string{"output": `must be a JSON object {"sandbox": ..., "path": ...}`})
+			}
 		case "options":
 			// Strictly, as a JSON body is: a repeated or miscased name, or
 			// invalid UTF-8, is refused with its reason.

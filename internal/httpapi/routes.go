@@ -129,6 +129,21 @@ func (s *Server) routes() []route {
 		{"POST /v1/jobs/{id}/cancel", execution, s.handleCancelJob()},
 		{"POST /v1/convert/{action}", execution, s.handleConvert()},
 
+		// Gotenberg 8's routes (gotenberg.go): its fields, headers and
+		// plain-text errors, each request run as jobs.
+		{"GET /health", public, s.handleGotenbergHealth()},
+		{"POST /forms/chromium/convert/html", execution, s.handleGotenberg(gotChromiumHTML)},
+		{"POST /forms/chromium/convert/markdown", execution, s.handleGotenberg(gotChromiumMarkdown)},
+		{"POST /forms/chromium/convert/url", execution, s.handleGotenberg(gotChromiumURL)},
+		{"POST /forms/chromium/screenshot/html", execution, s.handleGotenberg(gotScreenshotHTML)},
+		{"POST /forms/chromium/screenshot/markdown", execution, s.handleGotenberg(gotScreenshotMarkdown)},
+		{"POST /forms/chromium/screenshot/url", execution, s.handleGotenberg(gotScreenshotURL)},
+		{"POST /forms/libreoffice/convert", execution, s.handleGotenberg(gotLibreOffice)},
+		{"POST /forms/pdfengines/merge", execution, s.handleGotenberg(gotMerge)},
+		{"POST /forms/pdfengines/split", execution, s.handleGotenberg(gotSplit)},
+		{"POST /forms/pdfengines/metadata/read", execution, s.handleGotenberg(gotMetadataRead)},
+		{"POST /forms/pdfengines/metadata/write", execution, s.handleGotenberg(gotMetadataWrite)},
+
 		{"POST /v1/keys", admin, s.handleCreateKey()},
 		{"GET /v1/keys", admin, s.handleListKeys()},
 		{"DELETE /v1/keys/{id}", admin, s.handleRevokeKey()},

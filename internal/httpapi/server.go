@@ -326,7 +326,11 @@ func (s *Server) rejectQueryCredentials(next http.Handler) http.Handler {
 // under a context its revocation cancels.
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p, err := s.cfg.Keys.Authenticate(r.Context(), r.Header.Get("Authorization"))
+		authz := r.Header.Get("Authorization")
+		if isGotenbergPath(r.URL.Path) {
+			authz = gotenbergAuthorization(r) // the key as a Basic-auth password too
+		}
+		p, err := s.cfg.Keys.Authenticate(r.Context(), authz)
 		if errcode.Is(err, errcode.Unauthenticated) {
 			s.authFailed(w, r, err)
 			return

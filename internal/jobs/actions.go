@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -34,6 +35,10 @@ type Manifest struct {
 	Options json.RawMessage `json:"options,omitempty"`
 	// Files maps each file's path in the bundle to its SHA-256 (hex).
 	Files map[string]string `json:"files"`
+	// RuntimeDigest, when set, pins the job runtime the bundle needs
+	// ("sha256:..." as berth actions shows it): on another runtime the
+	// action is VERSION_MISMATCH.
+	RuntimeDigest string `json:"runtime_digest,omitempty"`
 }
 
 // Limits on bundles: they are read into memory at load.
@@ -50,6 +55,7 @@ type action struct {
 	files   map[string][]byte // bundles: the verified files
 	options json.RawMessage   // bundles: default options
 	runner  int
+	pin     string // bundles: the runtime digest they need, or ""
 	// invalid is why a bundle cannot be used (ACTION_INVALID).
 	invalid string
 
@@ -94,8 +100,10 @@ func stampOf(dir string) string {
 	return b.String()
 }
 
+var digestRE = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+
 // profiles are the runtime profiles Berth defines.
-var profiles = []string{jobspec.ProfileBrowser, jobspec.ProfileOffice}
+var profiles = []string{jobspec.ProfileBrowser, jobspec.ProfileOffice, jobspec.ProfilePDF}
 
 // loadActions returns the built-ins and the bundles in dir ("" for none).
 // A bundle that fails verification is registered as invalid, so health
@@ -149,12 +157,15 @@ func loadBundle(dir string) *action {
 		a.spec.Name = m.Name
 	}
 	a.spec.Version, a.spec.Profile, a.spec.Base, a.runner = m.Version, m.Profile, m.Base, m.Runner
+	a.pin = m.RuntimeDigest
 	base, ok := jobspec.Builtin(m.Base)
 	switch {
 	case !nameRE.MatchString(a.spec.Name):
 		return fail("name %q: lower-case letters, digits and '-', at most 64", a.spec.Name)
 	case m.Version == "":
 		return fail("no version")
+	case m.RuntimeDigest != "" && !digestRE.MatchString(m.RuntimeDigest):
+		return fail("runtime_digest %q: want sha256: and 64 lower-case hex digits", m.RuntimeDigest)
 	case !ok:
 		return fail("base %q is not a built-in action", m.Base)
 	}

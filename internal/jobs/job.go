@@ -30,6 +30,7 @@ type Job struct {
 	Inputs        []apitype.FileRef
 	Options       json.RawMessage
 	Outputs       []apitype.FileRef
+	Output        *apitype.WorkspaceRef // where the outputs are written too, or nil
 	Error         *apitype.JobError
 	Blocked       []string
 	Attempt       int
@@ -47,7 +48,7 @@ func (j *Job) View() apitype.Job {
 	v := apitype.Job{
 		ID: j.ID, Action: j.Action, ActionVersion: j.ActionVersion, State: j.State, BusinessID: j.BusinessID,
 		RequestSHA256: j.RequestSHA256, Inputs: j.Inputs, Options: j.Options, Outputs: j.Outputs, Error: j.Error,
-		Blocked: j.Blocked, Attempt: j.Attempt, MaxAttempts: j.MaxAttempts, CreatedAt: j.CreatedAt,
+		Output: j.Output, Blocked: j.Blocked, Attempt: j.Attempt, MaxAttempts: j.MaxAttempts, CreatedAt: j.CreatedAt,
 		UpdatedAt: j.UpdatedAt, StartedAt: j.StartedAt, FinishedAt: j.FinishedAt,
 	}
 	if v.Inputs == nil {

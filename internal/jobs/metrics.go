@@ -11,6 +11,9 @@ import (
 type metrics struct {
 	finished *prometheus.CounterVec
 	duration *prometheus.HistogramVec
+	// startCPU and runtimeCPU are the CPU time a fresh runtime took to
+	// start, and in all by its end (start and jobs), by profile.
+	startCPU, runtimeCPU *prometheus.HistogramVec
 }
 
 func newMetrics() *metrics {
@@ -23,8 +26,20 @@ func newMetrics() *metrics {
 			Help:    "Time from a job's creation to its end, by action and final state.",
 			Buckets: []float64{.05, .1, .15, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 360},
 		}, []string{"action", "state"}),
+		startCPU: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "berth_job_runtime_start_cpu_seconds",
+			Help:    "CPU time a fresh job runtime used to start (sandbox, runner, Chromium or LibreOffice), by profile.",
+			Buckets: cpuBuckets,
+		}, []string{"profile"}),
+		runtimeCPU: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "berth_job_runtime_cpu_seconds",
+			Help:    "CPU time a job runtime used in all, start and jobs, measured as it is discarded, by profile.",
+			Buckets: cpuBuckets,
+		}, []string{"profile"}),
 	}
 }
+
+var cpuBuckets = []float64{.1, .25, .5, .75, 1, 1.5, 2, 3, 5, 10, 30}
 
 // finish records a job that reached a final state.
 func (m *metrics) finish(j *Job) {
@@ -37,7 +52,7 @@ func (m *metrics) finish(j *Job) {
 // Collectors returns the service's metrics: finished jobs and their
 // durations, jobs starting or running, and ready runtimes per profile.
 func (s *Service) Collectors() []prometheus.Collector {
-	out := []prometheus.Collector{s.metrics.finished, s.metrics.duration,
+	out := []prometheus.Collector{s.metrics.finished, s.metrics.duration, s.metrics.startCPU, s.metrics.runtimeCPU,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "berth_jobs_active", Help: "Jobs starting or running.",
 		}, func() float64 {

@@ -97,11 +97,26 @@ func (p *runtimePool) take(ctx context.Context, tenant string) (*runtime, error)
 		return rt, nil
 	}
 	p.mu.Unlock()
-	select {
-	case rt := <-p.ready:
-		p.wake()
-		return rt, nil
-	default:
+	// A pooled runtime's program (Chromium, a warm LibreOffice) may have
+	// died while it waited: its runner's health says so, and it is
+	// discarded for the next one, or a new one.
+	for {
+		select {
+		case rt := <-p.ready:
+			p.wake()
+			h, err := runnerHealth(ctx, rt.agent)
+			if err == nil && h.RunnerAPI == jobspec.RunnerAPI {
+				return rt, nil
+			}
+			p.s.log.Warn("a pooled job runtime is unhealthy; discarding it", "profile", p.profile, "sandbox_id", rt.sandboxID, "err", err)
+			p.s.discard(rt)
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			continue
+		default:
+		}
+		break
 	}
 	p.wake()
 	return p.s.startRuntime(ctx, p.profile)
@@ -269,6 +284,9 @@ func (s *Service) startRuntime(ctx context.Context, profile string) (*runtime, e
 	rt.agent = c
 	argv := []string{sandbox.BinaryInSandbox, "runner", "--profile", profile,
 		"--listen", "127.0.0.1:" + strconv.Itoa(jobspec.RunnerPort), "--in", jobspec.InputDir, "--out", jobspec.OutputDir}
+	if s.cfg.Reuse > 1 {
+		argv = append(argv, "--jobs", strconv.Itoa(s.cfg.Reuse))
+	}
 	if s.cfg.Chromium != "" {
 		argv = append(argv, "--chromium", s.cfg.Chromium)
 	}
@@ -283,7 +301,12 @@ func (s *Service) startRuntime(ctx context.Context, profile string) (*runtime, e
 	for {
 		h, err := runnerHealth(ctx, c)
 		if err == nil && h.RunnerAPI == jobspec.RunnerAPI {
-			s.log.Debug("job runtime ready", "profile", profile, "sandbox_id", sb.ID, "ms", time.Since(start).Milliseconds())
+			cpu, _ := s.mgr.CPUUsage(ctx, sb.ID)
+			if cpu > 0 {
+				s.metrics.startCPU.WithLabelValues(profile).Observe(cpu.Seconds())
+			}
+			s.log.Debug("job runtime ready", "profile", profile, "sandbox_id", sb.ID,
+				"ms", time.Since(start).Milliseconds(), "cpu_ms", cpu.Milliseconds())
 			return rt, nil
 		}
 		if err == nil {
@@ -318,6 +341,9 @@ func (s *Service) discard(rt *runtime) {
 		defer s.wg.Done()
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
+		if cpu, ok := s.mgr.CPUUsage(ctx, rt.sandboxID); ok && cpu > 0 {
+			s.metrics.runtimeCPU.WithLabelValues(rt.profile).Observe(cpu.Seconds())
+		}
 		if err := s.mgr.Delete(ctx, rt.sandboxID); err != nil && !errcode.Is(err, errcode.NotFound) {
 			s.log.Error("deleting a job sandbox", "sandbox_id", rt.sandboxID, "err", err)
 		}

@@ -87,8 +87,9 @@ type Config struct {
 // DefaultRetention keeps finished jobs a week.
 const DefaultRetention = 7 * 24 * time.Hour
 
-// DefaultPools keeps two browser runtimes and one office runtime warm.
-var DefaultPools = map[string]int{jobspec.ProfileBrowser: 2, jobspec.ProfileOffice: 1}
+// DefaultPools keeps two browser runtimes and one office runtime warm;
+// a pdf runtime (qpdf, exiftool: nothing to warm) starts with its job.
+var DefaultPools = map[string]int{jobspec.ProfileBrowser: 2, jobspec.ProfileOffice: 1, jobspec.ProfilePDF: 0}
 
 // Service queues, runs and reports jobs.
 type Service struct {
@@ -103,6 +104,7 @@ type Service struct {
 	profiles map[string]Profile
 	pools    map[string]*runtimePool
 	metrics  *metrics
+	lock     *runtimeLock
 
 	admitMu sync.Mutex // capacity check and the move to starting, together
 
@@ -153,6 +155,7 @@ func New(cfg Config, store Store, riverDB *sql.DB, mgr *sandbox.Manager) (*Servi
 	s := &Service{cfg: cfg, log: cfg.Logger, store: store, blobs: blobs, mgr: mgr, riverDB: riverDB,
 		actions: actions, profiles: map[string]Profile{}, pools: map[string]*runtimePool{}, metrics: newMetrics(),
 		running: map[string]context.CancelCauseFunc{}, subs: map[string]map[chan struct{}]bool{}, held: map[string]bool{}}
+	s.lock = s.newRuntimeLock()
 	for _, name := range profiles {
 		s.profiles[name] = DefaultProfile(name)
 		if p, ok := cfg.Profiles[name]; ok {
@@ -210,6 +213,7 @@ func (s *Service) Start(ctx context.Context) error {
 	if err := s.recover(ctx); err != nil {
 		return fmt.Errorf("recovering jobs: %w", err)
 	}
+	s.recordRuntime(ctx)
 	runCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	s.stop = stop
 	if s.cfg.Workers {
@@ -352,6 +356,16 @@ func (s *Service) profileProblem(profile string) string {
 		if _, err := exec.LookPath(soffice); err != nil {
 			return fmt.Sprintf("LibreOffice (%s) is not installed", soffice)
 		}
+		// The runner's UNO converter (see docs/jobs.md).
+		if _, err := os.Stat(jobspec.UNOModule); err != nil {
+			return "LibreOffice's Python UNO bindings (python3-uno, " + jobspec.UNOModule + ") are not installed"
+		}
+	case jobspec.ProfilePDF:
+		for _, prog := range []string{"qpdf", "exiftool"} {
+			if _, err := exec.LookPath(prog); err != nil {
+				return prog + " is not installed"
+			}
+		}
 	}
 	if p := s.pools[profile]; p != nil {
 		if why := p.health(); why != "" {
@@ -394,6 +408,11 @@ func (s *Service) Health(name string) apitype.ActionHealth {
 	}
 	if b := s.bound(); b != nil {
 		return fail(b.Reason, "%s", b.Message)
+	}
+	if reason, msg, hint := s.lockProblem(a, &h); reason != "" {
+		h = fail(reason, "%s", msg)
+		h.Hint = hint
+		return h
 	}
 	if why := s.profileProblem(a.spec.Profile); why != "" {
 		return fail(ProfileUnhealthy, "profile %s is unhealthy: %s", a.spec.Profile, why)
@@ -479,6 +498,10 @@ func (s *Service) Submit(ctx context.Context, who Principal, req apitype.CreateJ
 		return nil, false, healthError(h)
 	}
 	a := s.actions[req.Action]
+	if req.Version != "" && req.Version != a.spec.Version {
+		return nil, false, errcode.VersionMismatch.New("action %s is version %s on this daemon, not %s (%s)",
+			a.spec.Name, a.spec.Version, req.Version, hintVersion)
+	}
 	problems := map[string]string{}
 	if req.BusinessID != "" && (len(req.BusinessID) > 200 || strings.ContainsAny(req.BusinessID, "\x00\n\r")) {
 		problems["business_id"] = "at most 200 bytes, no control characters"
@@ -512,8 +535,10 @@ func (s *Service) Submit(ctx context.Context, who Principal, req apitype.CreateJ
 		} else if _, clash := a.files[name]; clash {
 			problems["inputs."+name] = "is a file of the action's bundle"
 		}
-		if (in.ContentBase64 == "") == (in.SHA256 == "") {
-			problems["inputs."+name] = "give exactly one of content_base64 and sha256"
+		if n := countSet(in.ContentBase64, in.SHA256, in.Sandbox+in.Path); n != 1 {
+			problems["inputs."+name] = "give exactly one of content_base64, sha256, and sandbox with path"
+		} else if why := checkWorkspaceRef(in.Sandbox, in.Path, false); why != "" {
+			problems["inputs."+name] = why
 		}
 	}
 	if len(problems) == 0 {
@@ -522,8 +547,20 @@ func (s *Service) Submit(ctx context.Context, who Principal, req apitype.CreateJ
 				a.spec.Name, strings.Join(a.spec.Inputs.Extensions, ", "))
 		}
 	}
+	if req.Output != nil {
+		if why := checkWorkspaceRef(req.Output.Sandbox, req.Output.Path, true); why != "" {
+			problems["output"] = why
+		}
+	}
 	if len(problems) > 0 {
 		return nil, false, errcode.InvalidFields(problems)
+	}
+	// The workspaces named must be the principal's (another tenant's
+	// sandbox is one that does not exist), before anything is stored.
+	if req.Output != nil {
+		if err := s.workspaceSandbox(ctx, who, req.Output.Sandbox); err != nil {
+			return nil, false, err
+		}
 	}
 	// Store the inputs (inline ones now; uploaded ones must exist).
 	var refs []apitype.FileRef
@@ -531,7 +568,9 @@ func (s *Service) Submit(ctx context.Context, who Principal, req apitype.CreateJ
 	for _, name := range slices.Sorted(maps.Keys(req.Inputs)) {
 		in := req.Inputs[name]
 		var ref apitype.FileRef
-		if in.SHA256 != "" {
+		if in.Sandbox != "" {
+			ref, err = s.readWorkspace(ctx, who, name, in)
+		} else if in.SHA256 != "" {
 			ref, err = s.File(ctx, who, in.SHA256)
 			if err == nil {
 				// Touch it, so the sweeper spares it until the job names it.
@@ -564,7 +603,7 @@ func (s *Service) Submit(ctx context.Context, who Principal, req apitype.CreateJ
 	if total > MaxInputBytes {
 		return nil, false, errcode.InputsTooLarge.New("the inputs come to %d bytes; at most %d", total, MaxInputBytes)
 	}
-	digest := requestDigest(a, opts, refs)
+	digest := requestDigest(a, opts, refs, req.Output)
 	if req.BusinessID != "" {
 		if j, err := s.store.JobByBusinessID(ctx, who.Tenant, req.BusinessID); err == nil {
 			return s.repeat(j, digest)
@@ -573,7 +612,7 @@ func (s *Service) Submit(ctx context.Context, who Principal, req apitype.CreateJ
 	now := time.Now().UTC()
 	j := &Job{ID: ident.New("job_"), Action: a.spec.Name, ActionVersion: a.spec.Version, State: apitype.JobQueued,
 		Tenant: who.Tenant, Owner: who.User, BusinessID: req.BusinessID, RequestSHA256: digest, Inputs: refs,
-		Options: opts, MaxAttempts: s.cfg.MaxAttempts, CreatedAt: now, UpdatedAt: now}
+		Output: req.Output, Options: opts, MaxAttempts: s.cfg.MaxAttempts, CreatedAt: now, UpdatedAt: now}
 	err = s.store.InsertJob(ctx, j, apitype.JobEvent{Type: apitype.JobQueued, At: now})
 	if errcode.Has(err, errcode.BusinessIDTaken) {
 		if prev, gerr := s.store.JobByBusinessID(ctx, who.Tenant, req.BusinessID); gerr == nil {
@@ -635,6 +674,11 @@ func mainInput(a *action, o jobspec.Options, inputs map[string]apitype.JobInput)
 	if len(fit) == 1 {
 		return fit[0]
 	}
+	if len(fit) > 1 && a.spec.Profile == jobspec.ProfilePDF {
+		// The PDF engines take every input; the first is as good a main as any.
+		slices.Sort(fit)
+		return fit[0]
+	}
 	return ""
 }
 
@@ -659,7 +703,7 @@ func mergeOptions(defaults, req json.RawMessage) (json.RawMessage, error) {
 
 // requestDigest identifies a request: action and version, options and
 // every input's name and content.
-func requestDigest(a *action, opts json.RawMessage, refs []apitype.FileRef) string {
+func requestDigest(a *action, opts json.RawMessage, refs []apitype.FileRef, dest *apitype.WorkspaceRef) string {
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\x00%s\x00", a.spec.Name, a.spec.Version)
 	if len(opts) > 0 {
@@ -672,6 +716,9 @@ func requestDigest(a *action, opts json.RawMessage, refs []apitype.FileRef) stri
 	h.Write([]byte{0})
 	for _, r := range refs {
 		fmt.Fprintf(h, "%s\x00%s\x00", r.Name, r.SHA256)
+	}
+	if dest != nil {
+		fmt.Fprintf(h, "output\x00%s\x00%s\x00", dest.Sandbox, dest.Path)
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }

@@ -129,6 +129,9 @@ func (s *Service) work(ctx context.Context, riverID int64, id string) error {
 	defer stopHard()
 	outputs, blocked, ferr := s.attempt(hard, j, a, prof)
 	if ferr == nil {
+		outputs, ferr = s.deliver(hard, j, outputs)
+	}
+	if ferr == nil {
 		_, err := s.change(context.WithoutCancel(ctx), id, Change{From: []string{apitype.JobRunning}, RiverID: riverID,
 			To: apitype.JobSucceeded, Outputs: outputs, Blocked: blocked})
 		return ignoreState(err)
@@ -176,7 +179,7 @@ var memoryReasons = map[string]bool{"renderer_crashed": true, "browser_crashed":
 // identical fresh sandbox usually meets them again, so one that repeats
 // the previous attempt's reason ends the job instead of trying blindly
 // until the attempts run out.
-var documentReasons = map[string]bool{"renderer_crashed": true, "render_failed": true}
+var documentReasons = map[string]bool{"renderer_crashed": true, "render_failed": true, "office_crashed": true}
 
 // failedBefore reports whether the job's last failed attempt before this
 // one failed with reason.
@@ -375,6 +378,12 @@ func (s *Service) validate(ref apitype.FileRef) (int, error) {
 		return 0, err
 	case strings.Contains(ref.MIME, "presentationml"):
 		return docfmt.PPTX(f, ref.Size)
+	case strings.HasPrefix(ref.MIME, "application/json"):
+		b, err := io.ReadAll(io.LimitReader(f, 64<<20+1))
+		if err != nil || len(b) > 64<<20 || !json.Valid(b) {
+			return 0, errors.New("not a JSON document of at most 64 MiB")
+		}
+		return 0, nil
 	}
 	return 0, fmt.Errorf("unexpected type %s", ref.MIME)
 }

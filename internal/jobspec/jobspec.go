@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/berthdev/berth/internal/errcode"
@@ -29,6 +30,11 @@ const RunnerAPI = 1
 // network namespace: loopback only).
 const RunnerPort = 7777
 
+// UNOModule is LibreOffice's Python UNO module (Debian's python3-uno), which
+// the office runner's converter imports, run by /usr/bin/python3: a
+// sandbox sees the host's /usr.
+const UNOModule = "/usr/lib/python3/dist-packages/uno.py"
+
 // Paths inside a job sandbox.
 const (
 	InputDir  = "/workspace/in"
@@ -38,7 +44,8 @@ const (
 // Profiles: the runtime a job's sandbox needs.
 const (
 	ProfileBrowser = "browser" // Chromium, already up in pooled sandboxes
-	ProfileOffice  = "office"  // LibreOffice, one process per job
+	ProfileOffice  = "office"  // LibreOffice, already up and listening in pooled sandboxes
+	ProfilePDF     = "pdf"     // qpdf and exiftool: nothing pre-started
 )
 
 // Built-in action names.
@@ -48,6 +55,12 @@ const (
 	HTMLPPTX    = "html-pptx"
 	MarkdownPDF = "markdown-pdf"
 	OfficePDF   = "office-pdf"
+
+	// PDF engines (the pdf profile), for the Gotenberg-compatible routes.
+	PDFMerge         = "pdf-merge"
+	PDFSplit         = "pdf-split"
+	PDFMetadataRead  = "pdf-metadata-read"
+	PDFMetadataWrite = "pdf-metadata-write"
 )
 
 // Action is a registered kind of work.
@@ -94,6 +107,18 @@ var Builtins = []Action{
 		Inputs: InputSchema{Extensions: []string{".docx", ".doc", ".odt", ".rtf", ".xlsx", ".xls", ".ods",
 			".csv", ".pptx", ".ppt", ".odp", ".txt"}, MaxFiles: 1},
 		Description: "Office documents to PDF through LibreOffice"},
+	{Name: PDFMerge, Version: "1.0.0", Profile: ProfilePDF, Base: PDFMerge, Output: "application/pdf",
+		Inputs:      InputSchema{Extensions: []string{".pdf"}, MaxFiles: 256},
+		Description: "PDFs merged into one with qpdf, in the alphanumeric order of their names"},
+	{Name: PDFSplit, Version: "1.0.0", Profile: ProfilePDF, Base: PDFSplit, Output: "application/pdf",
+		Inputs:      InputSchema{Extensions: []string{".pdf"}, MaxFiles: 256},
+		Description: "each PDF split with qpdf into intervals of pages or the pages named"},
+	{Name: PDFMetadataRead, Version: "1.0.0", Profile: ProfilePDF, Base: PDFMetadataRead, Output: "application/json",
+		Inputs:      InputSchema{Extensions: []string{".pdf"}, MaxFiles: 256},
+		Description: "each PDF's metadata read with exiftool, as one JSON object by file name"},
+	{Name: PDFMetadataWrite, Version: "1.0.0", Profile: ProfilePDF, Base: PDFMetadataWrite, Output: "application/pdf",
+		Inputs:      InputSchema{Extensions: []string{".pdf"}, MaxFiles: 256},
+		Description: "metadata written into each PDF with exiftool"},
 }
 
 // Builtin returns the built-in action called name.
@@ -136,15 +161,56 @@ type Options struct {
 	// "page". Notes come from each slide's NotesSelector element.
 	SlideSelector string `json:"slide_selector,omitempty"` // default "section"
 	NotesSelector string `json:"notes_selector,omitempty"` // default "aside.notes"
+	// Mode (PPTX) is "image" (default: one exact picture per slide) or
+	// "editable" (native text boxes, shapes, pictures and tables).
+	Mode string `json:"mode,omitempty"`
 
 	// Waits before rendering (HTML actions).
 	WaitForSelector string `json:"wait_for_selector,omitempty"`
 	WaitNetworkIdle bool   `json:"wait_network_idle,omitempty"`
 	WaitDelayMS     int    `json:"wait_delay_ms,omitempty"` // at most 10000
 
+	// PDF export (office-pdf), as LibreOffice's PDF export filter takes
+	// it; Landscape and PageRanges above apply too.
+	PDFA                     string `json:"pdfa,omitempty"` // PDF/A-1b, PDF/A-2b or PDF/A-3b
+	PDFUA                    bool   `json:"pdfua,omitempty"`
+	ExportFormFields         *bool  `json:"export_form_fields,omitempty"` // default true
+	Quality                  int    `json:"quality,omitempty"`            // JPEG quality 1-100, default 90
+	SinglePageSheets         bool   `json:"single_page_sheets,omitempty"`
+	LosslessImageCompression bool   `json:"lossless_image_compression,omitempty"`
+	ReduceImageResolution    bool   `json:"reduce_image_resolution,omitempty"`
+	MaxImageResolution       int    `json:"max_image_resolution,omitempty"` // DPI: 75, 150, 300, 600 or 1200
+
 	// Main names the input to render when there are several.
 	Main string `json:"main,omitempty"`
+
+	// MarkdownTemplate makes the main HTML a template in which
+	// {{ toHTML "name.md" }} is that Markdown input rendered as HTML, as
+	// Gotenberg's markdown routes take it (html-pdf, html-png).
+	MarkdownTemplate bool `json:"markdown_template,omitempty"`
+
+	// PDF engines: how pdf-split splits (intervals of SplitSpan pages, or
+	// the pages SplitSpan names, those of one input unified into one PDF
+	// with SplitUnify), and what pdf-metadata-write writes (exiftool's tag
+	// names: Title, Author, Subject, Keywords, Creator, Producer...).
+	SplitMode  string         `json:"split_mode,omitempty"` // intervals, pages
+	SplitSpan  string         `json:"split_span,omitempty"`
+	SplitUnify bool           `json:"split_unify,omitempty"`
+	Metadata   map[string]any `json:"metadata,omitempty"`
 }
+
+// PDFAParts are the PDF/A parts office-pdf's pdfa option takes.
+var PDFAParts = []string{"PDF/A-1b", "PDF/A-2b", "PDF/A-3b"}
+
+// ImageResolutions are the values office-pdf's max_image_resolution
+// option takes, in DPI (LibreOffice's).
+var ImageResolutions = []int{75, 150, 300, 600, 1200}
+
+// The modes of html-pptx.
+const (
+	PPTXImage    = "image"
+	PPTXEditable = "editable"
+)
 
 // Limits on options.
 const (
@@ -255,12 +321,12 @@ func (o *Options) Validate(base string) map[string]string {
 	only(pdf, "margin_bottom", o.MarginBottom != nil)
 	only(pdf, "margin_left", o.MarginLeft != nil)
 	only(pdf, "margin_right", o.MarginRight != nil)
-	only(pdf, "landscape", o.Landscape)
+	only(pdf || base == OfficePDF, "landscape", o.Landscape)
 	only(pdf, "scale", o.Scale != 0)
 	only(pdf, "print_background", o.PrintBackground)
 	only(pdf, "header_template", o.HeaderTemplate != "")
 	only(pdf, "footer_template", o.FooterTemplate != "")
-	only(pdf, "page_ranges", o.PageRanges != "")
+	only(pdf || base == OfficePDF, "page_ranges", o.PageRanges != "")
 	only(pdf, "prefer_css_page_size", o.PreferCSSPage)
 	only(shot, "width", o.Width != 0)
 	only(shot, "height", o.Height != 0)
@@ -268,9 +334,25 @@ func (o *Options) Validate(base string) map[string]string {
 	only(base == HTMLPNG, "full_page", o.FullPage)
 	only(base == HTMLPPTX, "slide_selector", o.SlideSelector != "")
 	only(base == HTMLPPTX, "notes_selector", o.NotesSelector != "")
+	only(base == HTMLPPTX, "mode", o.Mode != "")
 	only(html, "wait_for_selector", o.WaitForSelector != "")
 	only(html, "wait_network_idle", o.WaitNetworkIdle)
 	only(html, "wait_delay_ms", o.WaitDelayMS != 0)
+	office := base == OfficePDF
+	only(office, "pdfa", o.PDFA != "")
+	only(office, "pdfua", o.PDFUA)
+	only(office, "export_form_fields", o.ExportFormFields != nil)
+	only(office, "quality", o.Quality != 0)
+	only(office, "single_page_sheets", o.SinglePageSheets)
+	only(office, "lossless_image_compression", o.LosslessImageCompression)
+	only(office, "reduce_image_resolution", o.ReduceImageResolution)
+	only(office, "max_image_resolution", o.MaxImageResolution != 0)
+	only(base == HTMLPDF || base == HTMLPNG, "markdown_template", o.MarkdownTemplate)
+	only(base == PDFSplit, "split_mode", o.SplitMode != "")
+	only(base == PDFSplit, "split_span", o.SplitSpan != "")
+	only(base == PDFSplit, "split_unify", o.SplitUnify)
+	only(base == PDFMetadataWrite, "metadata", o.Metadata != nil)
+	o.validatePDFEngines(base, p)
 
 	if o.Paper != "" {
 		if _, ok := Papers[strings.ToLower(o.Paper)]; !ok {
@@ -317,8 +399,20 @@ func (o *Options) Validate(base string) map[string]string {
 			p["options."+field] = "at most 1024 bytes"
 		}
 	}
+	if o.Mode != "" && o.Mode != PPTXImage && o.Mode != PPTXEditable {
+		p["options.mode"] = `must be "image" or "editable"`
+	}
 	if o.WaitDelayMS < 0 || o.WaitDelayMS > MaxWaitDelayMS {
 		p["options.wait_delay_ms"] = fmt.Sprintf("must be between 0 and %d", MaxWaitDelayMS)
+	}
+	if office && o.PDFA != "" && !slices.Contains(PDFAParts, o.PDFA) {
+		p["options.pdfa"] = "must be one of " + strings.Join(PDFAParts, ", ")
+	}
+	if office && o.Quality != 0 && (o.Quality < 1 || o.Quality > 100) {
+		p["options.quality"] = "must be between 1 and 100"
+	}
+	if office && o.MaxImageResolution != 0 && !slices.Contains(ImageResolutions, o.MaxImageResolution) {
+		p["options.max_image_resolution"] = "must be one of 75, 150, 300, 600, 1200"
 	}
 	if o.Main != "" {
 		if err := CheckName(o.Main); err != nil {

@@ -23,6 +23,12 @@ var (
 	shotActions = []string{HTMLPNG, HTMLPPTX}
 	htmlActions = []string{HTMLPDF, MarkdownPDF, HTMLPNG, HTMLPPTX}
 	allActions  = []string{HTMLPDF, MarkdownPDF, HTMLPNG, HTMLPPTX, OfficePDF}
+	// pdfOfficeActions take the PDF options LibreOffice's export shares
+	// with Chromium's printToPDF; officeActions take LibreOffice's own.
+	pdfOfficeActions = []string{HTMLPDF, MarkdownPDF, OfficePDF}
+	officeActions    = []string{OfficePDF}
+	// pdfEngineActions take none of the options above.
+	pdfEngineActions = []string{PDFMerge, PDFSplit, PDFMetadataRead, PDFMetadataWrite}
 )
 
 // optionSpecs lists every option, in the order a user reads them.
@@ -37,14 +43,14 @@ var optionSpecs = []OptionSpec{
 	{ActionOption: apitype.ActionOption{Name: "margin_bottom", Type: "number", Default: 0.4, Min: bound(0), Max: bound(10), Description: "bottom margin in inches"}, Actions: pdfActions},
 	{ActionOption: apitype.ActionOption{Name: "margin_left", Type: "number", Default: 0.4, Min: bound(0), Max: bound(10), Description: "left margin in inches"}, Actions: pdfActions},
 	{ActionOption: apitype.ActionOption{Name: "margin_right", Type: "number", Default: 0.4, Min: bound(0), Max: bound(10), Description: "right margin in inches"}, Actions: pdfActions},
-	{ActionOption: apitype.ActionOption{Name: "landscape", Type: "boolean", Default: false, Description: "turn the paper sideways"}, Actions: pdfActions},
+	{ActionOption: apitype.ActionOption{Name: "landscape", Type: "boolean", Default: false, Description: "turn the paper sideways"}, Actions: pdfOfficeActions},
 	{ActionOption: apitype.ActionOption{Name: "scale", Type: "number", Default: 1, Min: bound(0.1), Max: bound(2), Description: "scale of the page's rendering"}, Actions: pdfActions},
 	{ActionOption: apitype.ActionOption{Name: "print_background", Type: "boolean", Default: false, Description: "print background colours and images"}, Actions: pdfActions},
 	{ActionOption: apitype.ActionOption{Name: "header_template", Type: "string", MaxLength: MaxTemplateBytes,
 		Description: "HTML of each page's header (Chromium's classes date, title, url, pageNumber, totalPages)"}, Actions: pdfActions},
 	{ActionOption: apitype.ActionOption{Name: "footer_template", Type: "string", MaxLength: MaxTemplateBytes,
 		Description: "HTML of each page's footer (as header_template)"}, Actions: pdfActions},
-	{ActionOption: apitype.ActionOption{Name: "page_ranges", Type: "string", Description: `pages to print, such as "1-3,5" (default: all)`}, Actions: pdfActions},
+	{ActionOption: apitype.ActionOption{Name: "page_ranges", Type: "string", Description: `pages to print, such as "1-3,5" (default: all)`}, Actions: pdfOfficeActions},
 	{ActionOption: apitype.ActionOption{Name: "prefer_css_page_size", Type: "boolean", Default: false, Description: "use the document's @page size over paper"}, Actions: pdfActions},
 	{ActionOption: apitype.ActionOption{Name: "width", Type: "integer", Min: bound(16), Max: bound(MaxViewport),
 		Description: "viewport width in CSS pixels (default 1280)"}, Actions: shotActions},
@@ -57,12 +63,42 @@ var optionSpecs = []OptionSpec{
 		Description: `one slide per element matching this CSS selector; "page" for one per viewport-sized page`}, Actions: []string{HTMLPPTX}},
 	{ActionOption: apitype.ActionOption{Name: "notes_selector", Type: "string", Default: "aside.notes", MaxLength: 1024,
 		Description: "the element in each slide whose text becomes its speaker notes"}, Actions: []string{HTMLPPTX}},
+	{ActionOption: apitype.ActionOption{Name: "mode", Type: "string", Default: "image", Enum: []string{"image", "editable"},
+		Description: "image: one exact picture per slide; editable: native text boxes, shapes, pictures and tables placed from the layout"}, Actions: []string{HTMLPPTX}},
 	{ActionOption: apitype.ActionOption{Name: "wait_for_selector", Type: "string", MaxLength: 1024,
 		Description: "wait until an element matches this CSS selector before rendering"}, Actions: htmlActions},
 	{ActionOption: apitype.ActionOption{Name: "wait_network_idle", Type: "boolean", Default: false,
 		Description: "wait until the page has made no request for 500 ms before rendering"}, Actions: htmlActions},
 	{ActionOption: apitype.ActionOption{Name: "wait_delay_ms", Type: "integer", Default: 0, Min: bound(0), Max: bound(MaxWaitDelayMS),
 		Description: "wait this long after loading (and the other waits) before rendering"}, Actions: htmlActions},
+	{ActionOption: apitype.ActionOption{Name: "markdown_template", Type: "boolean", Default: false,
+		Description: `the main HTML is a template: {{ toHTML "name.md" }} becomes that Markdown input as HTML (Gotenberg's markdown routes)`},
+		Actions: []string{HTMLPDF, HTMLPNG}},
+	{ActionOption: apitype.ActionOption{Name: "split_mode", Type: "string", Default: "intervals", Enum: []string{"intervals", "pages"},
+		Description: "intervals: a PDF every split_span pages; pages: the pages split_span names"}, Actions: []string{PDFSplit}},
+	{ActionOption: apitype.ActionOption{Name: "split_span", Type: "string", MaxLength: 1024,
+		Description: `a page count (intervals) or page ranges such as "1-3,5" (pages); required`}, Actions: []string{PDFSplit}},
+	{ActionOption: apitype.ActionOption{Name: "split_unify", Type: "boolean", Default: false,
+		Description: "pages mode: the pages named, of each input, as one PDF"}, Actions: []string{PDFSplit}},
+	{ActionOption: apitype.ActionOption{Name: "metadata", Type: "object",
+		Description: "the metadata to write, by exiftool tag name (Title, Author, Subject, Keywords, Creator, Producer, CreateDate...)"},
+		Actions: []string{PDFMetadataWrite}},
+	{ActionOption: apitype.ActionOption{Name: "pdfa", Type: "string", Enum: PDFAParts,
+		Description: "make an archival PDF/A of this part (default: a plain PDF)"}, Actions: officeActions},
+	{ActionOption: apitype.ActionOption{Name: "pdfua", Type: "boolean", Default: false,
+		Description: "make an accessible PDF/UA (tagged, with the document's structure)"}, Actions: officeActions},
+	{ActionOption: apitype.ActionOption{Name: "export_form_fields", Type: "boolean", Default: true,
+		Description: "keep the document's form fields as PDF form fields"}, Actions: officeActions},
+	{ActionOption: apitype.ActionOption{Name: "quality", Type: "integer", Default: 90, Min: bound(1), Max: bound(100),
+		Description: "JPEG quality of the PDF's images"}, Actions: officeActions},
+	{ActionOption: apitype.ActionOption{Name: "single_page_sheets", Type: "boolean", Default: false,
+		Description: "put each spreadsheet sheet on one page"}, Actions: officeActions},
+	{ActionOption: apitype.ActionOption{Name: "lossless_image_compression", Type: "boolean", Default: false,
+		Description: "compress images losslessly instead of as JPEG"}, Actions: officeActions},
+	{ActionOption: apitype.ActionOption{Name: "reduce_image_resolution", Type: "boolean", Default: false,
+		Description: "reduce images to max_image_resolution (300 DPI when that is not given)"}, Actions: officeActions},
+	{ActionOption: apitype.ActionOption{Name: "max_image_resolution", Type: "integer", Min: bound(75), Max: bound(1200),
+		Description: "reduce images to this many DPI (75, 150, 300, 600 or 1200); implies reduce_image_resolution"}, Actions: officeActions},
 	{ActionOption: apitype.ActionOption{Name: "main", Type: "string", MaxLength: 255,
 		Description: "the input to render when there are several (default: the action's main name, else the only input of its kinds)"}, Actions: allActions},
 }
@@ -87,7 +123,7 @@ func OptionsSchema(base string) json.RawMessage { return schemas()[base] }
 // schemas are the options schemas of every built-in action, by name.
 var schemas = sync.OnceValue(func() map[string]json.RawMessage {
 	out := map[string]json.RawMessage{}
-	for _, base := range allActions {
+	for _, base := range append(allActions, pdfEngineActions...) {
 		out[base] = makeSchema(base)
 	}
 	return out

@@ -10,7 +10,8 @@ import (
 	"github.com/berthdev/berth/internal/jobspec"
 )
 
-var bases = []string{jobspec.HTMLPDF, jobspec.MarkdownPDF, jobspec.HTMLPNG, jobspec.HTMLPPTX, jobspec.OfficePDF}
+var bases = []string{jobspec.HTMLPDF, jobspec.MarkdownPDF, jobspec.HTMLPNG, jobspec.HTMLPPTX, jobspec.OfficePDF,
+	jobspec.PDFMerge, jobspec.PDFSplit, jobspec.PDFMetadataRead, jobspec.PDFMetadataWrite}
 
 // TestOptionSpecsMatchOptions: every field of Options is described once,
 // with its JSON type, and each action takes exactly the options listed for
@@ -25,7 +26,7 @@ func TestOptionSpecsMatchOptions(t *testing.T) {
 		}
 	}
 	typ := reflect.TypeFor[jobspec.Options]()
-	kinds := map[reflect.Kind]string{reflect.String: "string", reflect.Float64: "number", reflect.Int: "integer", reflect.Bool: "boolean"}
+	kinds := map[reflect.Kind]string{reflect.String: "string", reflect.Float64: "number", reflect.Int: "integer", reflect.Bool: "boolean", reflect.Map: "object"}
 	for i := range typ.NumField() {
 		f := typ.Field(i)
 		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
@@ -76,6 +77,8 @@ func sample(o jobspec.OptionSpec) any {
 		return o.Enum[1]
 	case o.Type == "boolean":
 		return true
+	case o.Type == "object":
+		return map[string]any{"Title": "x"}
 	case o.Type == "string" && o.Name == "page_ranges":
 		return "1-2"
 	case o.Type == "string":
@@ -114,7 +117,8 @@ func TestOptionsSchema(t *testing.T) {
 			t.Errorf("schema of %s = %s, properties %v; want an object of %v and no others", b, s.Type, got, names)
 		}
 	}
-	if n := len(jobspec.OptionSpecs(jobspec.OfficePDF)); n != 1 {
-		t.Errorf("office-pdf takes %d options, want 1 (main)", n)
+	// main, landscape, page_ranges and LibreOffice's eight PDF options.
+	if n := len(jobspec.OptionSpecs(jobspec.OfficePDF)); n != 11 {
+		t.Errorf("office-pdf takes %d options, want 11", n)
 	}
 }

@@ -254,6 +254,7 @@ func described() map[string]op {
 			ok: []result{jsonOut[apitype.AuditLog](200, "")}},
 	}
 	maps.Copy(ops, browserOperations())
+	maps.Copy(ops, gotenbergOperations())
 	for _, m := range portMethods {
 		ops[m+" /v1/sandboxes/{id}/ports/{port}/{path...}"] = op{
 			id:      "port" + m[:1] + strings.ToLower(m[1:]),

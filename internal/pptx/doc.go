@@ -7,6 +7,11 @@
 // slide master with one blank layout and a theme, one picture per slide,
 // notes as plain paragraphs.
 //
+// A slide may instead be editable: a background colour and native shapes
+// ([Shape]: rectangles, text boxes of styled runs and lists, pictures of
+// PNG, JPEG or GIF bytes, tables), positioned in EMU, drawn over an
+// optional full-slide picture. shapes.go writes them.
+//
 // # Package layout
 //
 // [Write] emits the parts PowerPoint insists on, not only those the standard
@@ -24,7 +29,8 @@
 //
 // Invalid decks are refused before anything is written, with [errcode]
 // codes: Invalid with reason "deck_invalid" (no slides, a slide size outside
-// PowerPoint's limits, an image that is not a PNG) and PayloadTooLarge with
-// "deck_too_large" (more than [MaxSlides] slides). Errors from the
+// PowerPoint's limits, an image that is not a PNG, a shape with a bad
+// colour, picture or table) and PayloadTooLarge with "deck_too_large"
+// (more than [MaxSlides] slides, or [MaxShapes] shapes on a slide). Errors from the
 // destination writer are returned wrapped, with no code.
 package pptx

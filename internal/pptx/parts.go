@@ -86,6 +86,8 @@ func contentTypes(slides int, notes []string) []byte {
 	b.WriteString(xmlHeader)
 	b.WriteString(`<Types xmlns="` + nsCT + `">`)
 	b.WriteString(`<Default Extension="png" ContentType="image/png"/>`)
+	b.WriteString(`<Default Extension="jpeg" ContentType="image/jpeg"/>`)
+	b.WriteString(`<Default Extension="gif" ContentType="image/gif"/>`)
 	b.WriteString(`<Default Extension="rels" ContentType="` + ctRels + `"/>`)
 	b.WriteString(`<Default Extension="xml" ContentType="application/xml"/>`)
 	over := func(part, ct string) {
@@ -275,6 +277,23 @@ func slideRels(n int, notes bool) []byte {
 	}
 	if notes {
 		rs = append(rs, rel{"rId3", relNotesSlide, fmt.Sprintf("../notesSlides/notesSlide%d.xml", n)})
+	}
+	return rels(rs...)
+}
+
+// editableSlideRels relates an editable slide's layout (rId1), its
+// full-slide picture if any (rId2), its notes if any (rId3) and its
+// shapes' pictures.
+func editableSlideRels(n int, image, notes bool, ms []media) []byte {
+	rs := []rel{{"rId1", relSlideLayout, "../slideLayouts/slideLayout1.xml"}}
+	if image {
+		rs = append(rs, rel{"rId2", relImage, fmt.Sprintf("../media/image%d.png", n)})
+	}
+	if notes {
+		rs = append(rs, rel{"rId3", relNotesSlide, fmt.Sprintf("../notesSlides/notesSlide%d.xml", n)})
+	}
+	for _, m := range ms {
+		rs = append(rs, rel{m.relID, relImage, "../media/" + m.name})
 	}
 	return rels(rs...)
 }

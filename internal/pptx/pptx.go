@@ -43,11 +43,20 @@ type Deck struct {
 	Title         string // optional, docProps/core.xml dc:title
 }
 
-// Slide is one slide: a picture stretched over the whole slide.
+// Slide is one slide: a picture stretched over the whole slide, or, when
+// it has Shapes or a Background, an editable slide of native objects drawn
+// over its optional full-slide picture.
 type Slide struct {
 	Image []byte // PNG bytes, shown stretched to the full slide
 	Notes string // speaker notes (plain text, newlines = paragraphs); "" = no notes slide
+
+	// Editable slides.
+	Background string  // "RRGGBB" background colour; "" for the theme's (white)
+	Shapes     []Shape // drawn in order, over Image
 }
+
+// editable reports whether s is a slide of native objects.
+func (s Slide) editable() bool { return len(s.Shapes) > 0 || s.Background != "" }
 
 // zipTime is the modification time of every entry, fixed so that output is
 // deterministic. It is the earliest time a zip (MS-DOS) date can hold.
@@ -102,9 +111,21 @@ func Write(w io.Writer, d Deck) error {
 	}
 	for i, s := range d.Slides {
 		n := i + 1
-		p.add(fmt.Sprintf("ppt/slides/slide%d.xml", n), slideXML(width, height))
-		p.add(fmt.Sprintf("ppt/slides/_rels/slide%d.xml.rels", n), slideRels(n, notes[i] != ""))
-		p.add(fmt.Sprintf("ppt/media/image%d.png", n), s.Image)
+		if s.editable() {
+			ms := slideMedia(n, s)
+			p.add(fmt.Sprintf("ppt/slides/slide%d.xml", n), editableSlideXML(width, height, s))
+			p.add(fmt.Sprintf("ppt/slides/_rels/slide%d.xml.rels", n), editableSlideRels(n, s.Image != nil, notes[i] != "", ms))
+			if s.Image != nil {
+				p.add(fmt.Sprintf("ppt/media/image%d.png", n), s.Image)
+			}
+			for _, m := range ms {
+				p.add("ppt/media/"+m.name, m.data)
+			}
+		} else {
+			p.add(fmt.Sprintf("ppt/slides/slide%d.xml", n), slideXML(width, height))
+			p.add(fmt.Sprintf("ppt/slides/_rels/slide%d.xml.rels", n), slideRels(n, notes[i] != ""))
+			p.add(fmt.Sprintf("ppt/media/image%d.png", n), s.Image)
+		}
 		if notes[i] != "" {
 			p.add(fmt.Sprintf("ppt/notesSlides/notesSlide%d.xml", n), notesSlideXML(notes[i]))
 			p.add(fmt.Sprintf("ppt/notesSlides/_rels/notesSlide%d.xml.rels", n), notesSlideRels(n))
@@ -140,8 +161,13 @@ func validate(d Deck) (width, height int64, err error) {
 		}
 	}
 	for i, s := range d.Slides {
-		if _, err := png.DecodeConfig(bytes.NewReader(s.Image)); err != nil {
+		if s.editable() && s.Image == nil {
+			// An editable slide's picture is optional.
+		} else if _, err := png.DecodeConfig(bytes.NewReader(s.Image)); err != nil {
 			return 0, 0, errcode.DeckInvalid.New("slide %d: image is not a PNG: %v", i+1, err)
+		}
+		if err := validateShapes(i, s); err != nil {
+			return 0, 0, err
 		}
 	}
 	return width, height, nil
@@ -160,7 +186,7 @@ func (p *pkg) add(name string, data []byte) {
 		return
 	}
 	h := &zip.FileHeader{Name: name, Method: zip.Deflate, Modified: zipTime}
-	if path.Ext(name) == ".png" {
+	if ext := path.Ext(name); ext == ".png" || ext == ".jpeg" || ext == ".gif" {
 		h.Method = zip.Store
 	}
 	f, err := p.zw.CreateHeader(h)

@@ -68,6 +68,13 @@ func (c *chrome) render(ctx context.Context, j *job, in *os.Root, outDir string)
 		pageName = j.main + ".html"
 		s.files[pageName] = memFile{body: b, ctype: "text/html; charset=utf-8"}
 	}
+	if j.opts.MarkdownTemplate {
+		b, err := markdownTemplatePage(in, j.main)
+		if err != nil {
+			return nil, err
+		}
+		s.files[pageName] = memFile{body: b, ctype: "text/html; charset=utf-8"}
+	}
 	t0 := time.Now()
 	t, err := c.takeTab(ctx)
 	if err != nil {
@@ -130,6 +137,11 @@ func (p *pageRun) failure(err error) error {
 		return fail(http.StatusServiceUnavailable, "closed", "the runner is shutting down")
 	}
 	if why := p.c.lostReason(); why != "" {
+		if p.c.oneJob {
+			// The page's renderer is a thread of the browser's one
+			// process: its crash is the browser's.
+			return fail(http.StatusServiceUnavailable, "renderer_crashed", "Chromium crashed while it rendered the page (out of memory?): %s", why)
+		}
 		return browserCrashed(why)
 	}
 	p.mu.Lock()
@@ -499,7 +511,7 @@ const slidesJS = `(function(slideSel, notesSel, max) {
 	els.forEach((el, i) => {
 		const r = el.getBoundingClientRect();
 		if (r.width < 1 || r.height < 1) return;
-		slides.push({x: r.left + scrollX, y: r.top + scrollY, w: r.width, h: r.height, notes: notes[i]});
+		slides.push({x: r.left + scrollX, y: r.top + scrollY, w: r.width, h: r.height, notes: notes[i], i});
 	});
 	const d = document.documentElement;
 	return {count: els.length, slides, title: document.title,
@@ -512,6 +524,7 @@ type slideBox struct {
 	W     float64 `json:"w"`
 	H     float64 `json:"h"`
 	Notes string  `json:"notes"`
+	I     int     `json:"i"` // the slide element's index among the matches; -1 for a page
 }
 
 type deckInfo struct {
@@ -551,12 +564,20 @@ func (p *pageRun) pptx() (jobspec.Output, error) {
 				"the document is %d slides high; a deck has at most %d", n, maxSlides)
 		}
 		for k := range max(n, 1) {
-			slides = append(slides, slideBox{X: 0, Y: float64(k) * float64(h), W: float64(w), H: float64(h)})
+			slides = append(slides, slideBox{X: 0, Y: float64(k) * float64(h), W: float64(w), H: float64(h), I: -1})
 		}
 	}
 	deck := pptx.Deck{Width: w * emuPerPx, Height: h * emuPerPx, Title: info.Title}
+	pictures := slides // the slides captured as one picture each
+	if o.Mode == jobspec.PPTXEditable {
+		pictures = nil
+		deck.Slides, err = p.editableSlides(slideSel, slides, w)
+		if err != nil {
+			return jobspec.Output{}, err
+		}
+	}
 	yes := true
-	for i, sl := range slides {
+	for i, sl := range pictures {
 		res, err := chromedp.Call(p.ctx, page.CaptureScreenshot, page.CaptureScreenshotParams{
 			Format:                page.CaptureScreenshotFormatPng,
 			CaptureBeyondViewport: &yes,

@@ -7,8 +7,9 @@
 // tab; each job gets a tab of its own, closed after it. Every request a
 // page makes is intercepted: http://berth.job/<path> is served from the
 // input directory, anything else is refused and reported. An office-profile
-// runner converts with LibreOffice, one process group per job, from a user
-// profile warmed at start.
+// runner starts LibreOffice headless, listening on a pipe, and a converter
+// connected to it through UNO, before its job arrives: a job only loads its
+// document and exports the PDF.
 //
 // The runner does one job at a time. Failures are jobspec.Failure values:
 // 4xx for deterministic ones (the same job would fail again), 5xx for
@@ -48,7 +49,14 @@ type Config struct {
 	Chromium string
 	// Soffice is LibreOffice's soffice; "" finds it on PATH.
 	Soffice string
-	Logger  *slog.Logger
+	// Python is the Python with LibreOffice's UNO bindings (python3-uno)
+	// that runs the office converter; "" is /usr/bin/python3.
+	Python string
+	// Jobs is how many jobs the runtime serves (the daemon's
+	// --job-runtime-reuse); 0 is 1. A runtime that serves one job runs
+	// Chromium as one process.
+	Jobs   int
+	Logger *slog.Logger
 }
 
 // Defaults and bounds.
@@ -79,12 +87,13 @@ type Runner struct {
 	// mu guards the fields below. health holds it while it takes
 	// chrome.crashMu: mu first.
 	mu      sync.Mutex
-	started bool    // Start was called
-	ready   bool    // Start finished
-	closed  bool    // Close was called
-	chrome  *chrome // browser profile, after Start
-	office  *office // office profile, after Start
-	version string  // Chromium's version, once up
+	started bool     // Start was called
+	ready   bool     // Start finished
+	closed  bool     // Close was called
+	chrome  *chrome  // browser profile, after Start
+	office  *office  // office profile, after Start
+	pdf     pdfTools // pdf profile
+	version string   // Chromium's version, once up
 }
 
 // New returns a Runner for cfg. It starts nothing: see Start.
@@ -113,8 +122,17 @@ func New(cfg Config) (*Runner, error) {
 		if cfg.Soffice == "" {
 			return nil, errors.New("no soffice found: install LibreOffice or pass its path")
 		}
+		if cfg.Python == "" {
+			cfg.Python = defaultPython
+		}
+	case jobspec.ProfilePDF:
+		t, err := findPDFTools()
+		if err != nil {
+			return nil, err
+		}
+		return &Runner{cfg: cfg, log: cfg.Logger, pdf: t}, nil
 	default:
-		return nil, fmt.Errorf("profile %q: must be %s or %s", cfg.Profile, jobspec.ProfileBrowser, jobspec.ProfileOffice)
+		return nil, fmt.Errorf("profile %q: must be %s, %s or %s", cfg.Profile, jobspec.ProfileBrowser, jobspec.ProfileOffice, jobspec.ProfilePDF)
 	}
 	return &Runner{cfg: cfg, log: cfg.Logger}, nil
 }
@@ -143,7 +161,7 @@ func (r *Runner) Start(ctx context.Context) error {
 	t0 := time.Now()
 	switch r.cfg.Profile {
 	case jobspec.ProfileBrowser:
-		c, err := startChrome(ctx, r.cfg.Chromium, r.log)
+		c, err := startChrome(ctx, r.cfg.Chromium, r.cfg.Jobs <= 1, r.log)
 		if err != nil {
 			return fmt.Errorf("starting Chromium: %w", err)
 		}
@@ -156,8 +174,15 @@ func (r *Runner) Start(ctx context.Context) error {
 		r.chrome, r.version, r.ready = c, c.version, true
 		r.log.InfoContext(ctx, "runner ready", "profile", r.cfg.Profile, "chromium", c.version, "pid", c.pid,
 			"start_ms", time.Since(t0).Milliseconds())
+	case jobspec.ProfilePDF:
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if r.closed {
+			return errors.New("runner: stopped while starting")
+		}
+		r.ready = true // qpdf and exiftool start with each job
 	case jobspec.ProfileOffice:
-		o, err := startOffice(ctx, r.cfg.Soffice, r.log)
+		o, err := startOffice(ctx, r.cfg.Soffice, r.cfg.Python, r.log)
 		if err != nil {
 			return fmt.Errorf("warming LibreOffice: %w", err)
 		}
@@ -215,6 +240,8 @@ func (r *Runner) health() (jobspec.Health, error) {
 		return h, &failure{status: http.StatusServiceUnavailable, f: jobspec.Failure{Reason: "starting", Message: "the runner is starting", Retryable: true}}
 	case r.chrome != nil && r.chrome.lostReason() != "":
 		return h, browserCrashed(r.chrome.lostReason())
+	case r.office != nil && r.office.lostReason() != "":
+		return h, officeLost(r.office.lostReason())
 	}
 	return h, nil
 }
@@ -368,6 +395,9 @@ func (r *Runner) run(ctx context.Context, j *job) (*jobspec.Result, error) {
 		return nil, fail(http.StatusUnprocessableEntity, "invalid_input", "the input directory cannot be opened: %v", err)
 	}
 	defer in.Close()
+	if r.cfg.Profile == jobspec.ProfilePDF {
+		return r.pdf.engine(ctx, j, in, r.cfg.InputDir, r.cfg.OutputDir)
+	}
 	if err := j.resolveMain(in); err != nil {
 		return nil, err
 	}

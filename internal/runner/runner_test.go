@@ -42,9 +42,16 @@ type fixture struct {
 	in, out string
 }
 
+// newFixture starts a runner that serves many jobs, as a reused runtime
+// does (--job-runtime-reuse): most tests run several jobs on one.
 func newFixture(t *testing.T, profile string) *fixture {
 	t.Helper()
-	cfg := Config{Profile: profile, InputDir: t.TempDir(), OutputDir: t.TempDir(), Logger: testLogger(t)}
+	return newFixtureJobs(t, profile, 100)
+}
+
+func newFixtureJobs(t *testing.T, profile string, jobs int) *fixture {
+	t.Helper()
+	cfg := Config{Profile: profile, InputDir: t.TempDir(), OutputDir: t.TempDir(), Jobs: jobs, Logger: testLogger(t)}
 	switch profile {
 	case jobspec.ProfileBrowser:
 		cfg.Chromium = testenv.NeedChromium(t)
@@ -882,9 +889,11 @@ func TestOfficeCloseDuringConversion(t *testing.T) {
 	f.r.mu.Unlock()
 	done := make(chan response, 1)
 	go func() { done <- f.run(jobspec.Request{Action: jobspec.OfficePDF}) }()
-	testenv.Eventually(t, 20*time.Second, "soffice to start converting", func() bool {
-		return len(testenv.ProcessesUnder(filepath.Join(dir, "job-"))) > 0
+	testenv.Eventually(t, 20*time.Second, "the conversion to start", func() bool {
+		entries, _ := filepath.Glob(filepath.Join(dir, "job-*", "in", "big.csv"))
+		return f.r.running.Load() && len(entries) > 0
 	})
+	time.Sleep(200 * time.Millisecond) // the converter has the job: LibreOffice loads it
 	f.closeAndCheck()
 	select {
 	case r := <-done:
@@ -1011,5 +1020,40 @@ document.getElementById("o").textContent = "GOT [" + document.cookie + "] [" + l
 	text := pdfText(t, path)
 	if !strings.Contains(text, "GOT [] [null]") {
 		t.Errorf("the second job saw the first's state:\n%s", text)
+	}
+}
+
+// TestOneJobRuntime: a runtime that serves one job runs Chromium as one
+// process (no renderer, GPU, utility or zygote process beside the
+// browser's), and its job works; one that serves several keeps Chromium's
+// processes (the control), so that each job gets a browser context.
+func TestOneJobRuntime(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		jobs    int
+		wantOne bool
+	}{{1, true}, {2, false}} {
+		f := newFixtureJobs(t, jobspec.ProfileBrowser, tc.jobs)
+		f.write("index.html", []byte(`<html><body>ONE-JOB</body></html>`))
+		path, _ := f.mustRun(jobspec.Request{Action: jobspec.HTMLPDF}, resultPDF, "application/pdf")
+		if text := pdfText(t, path); !strings.Contains(text, "ONE-JOB") {
+			t.Errorf("jobs=%d: the PDF reads:\n%s", tc.jobs, text)
+		}
+		f.r.mu.Lock()
+		pid := f.r.chrome.pid
+		f.r.mu.Unlock()
+		var typed []string // the --type= of Chromium's helper processes
+		for _, p := range append(descendants(pid), pid) {
+			b, _ := os.ReadFile("/proc/" + strconv.Itoa(p) + "/cmdline")
+			// Chromium rewrites its helpers' command lines, NULs to spaces.
+			for _, arg := range strings.Fields(strings.ReplaceAll(string(b), "\x00", " ")) {
+				if strings.HasPrefix(arg, "--type=") {
+					typed = append(typed, arg)
+				}
+			}
+		}
+		if one := len(typed) == 0; one != tc.wantOne {
+			t.Errorf("jobs=%d: Chromium's helper processes %q; want one process: %v", tc.jobs, typed, tc.wantOne)
+		}
 	}
 }

@@ -260,6 +260,26 @@ func (m *Manager) Commands(ctx context.Context, sandboxID string) ([]*CommandRec
 	return recs, nil
 }
 
+// cpuMeter is implemented by runtimes that account a sandbox's CPU time.
+type cpuMeter interface {
+	CPUUsage(id string) (time.Duration, bool)
+}
+
+// CPUUsage returns the CPU time sandbox id's processes have used so far,
+// those that ended included; false when its runtime does not account it
+// (the process runtime) or the sandbox is gone.
+func (m *Manager) CPUUsage(ctx context.Context, id string) (time.Duration, bool) {
+	sb, err := m.Get(ctx, id)
+	if err != nil {
+		return 0, false
+	}
+	cm, ok := m.runtimes[sb.Runtime].(cpuMeter)
+	if !ok {
+		return 0, false
+	}
+	return cm.CPUUsage(id)
+}
+
 // oomCounter is implemented by runtimes that can tell how many processes
 // the kernel's OOM killer ended in a sandbox.
 type oomCounter interface {

@@ -15,16 +15,22 @@ import (
 )
 
 const jobColumns = `id, action, action_version, state, tenant, owner, business_id, request_sha256, inputs, options,
-	outputs, error, blocked, attempt, max_attempts, river_id, sandbox_id, created_at, updated_at, started_at, finished_at`
+	outputs, error, blocked, attempt, max_attempts, river_id, sandbox_id, created_at, updated_at, started_at, finished_at,
+	output_dest`
 
 func scanJob(row interface{ Scan(...any) error }) (*jobs.Job, error) {
 	var j jobs.Job
 	var inputs, options, outputs, jerr, blocked, created, updated string
 	var started, finished sql.NullString
+	var dest string
 	if err := row.Scan(&j.ID, &j.Action, &j.ActionVersion, &j.State, &j.Tenant, &j.Owner, &j.BusinessID,
 		&j.RequestSHA256, &inputs, &options, &outputs, &jerr, &blocked, &j.Attempt, &j.MaxAttempts, &j.RiverID,
-		&j.SandboxID, &created, &updated, &started, &finished); err != nil {
+		&j.SandboxID, &created, &updated, &started, &finished, &dest); err != nil {
 		return nil, err
+	}
+	if dest != "" {
+		j.Output = &apitype.WorkspaceRef{}
+		_ = json.Unmarshal([]byte(dest), j.Output)
 	}
 	_ = json.Unmarshal([]byte(inputs), &j.Inputs)
 	if options != "" && options != "{}" && options != "null" {
@@ -57,10 +63,10 @@ func (db *DB) InsertJob(ctx context.Context, j *jobs.Job, ev apitype.JobEvent) e
 	err := db.tx(ctx, func(tx *sql.Tx) error {
 		t := formatTime(j.CreatedAt)
 		if _, err := tx.ExecContext(ctx, `INSERT INTO jobs (id, action, action_version, state, tenant, owner,
-			business_id, business_key, request_sha256, inputs, options, max_attempts, created_at, updated_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $13)`,
+			business_id, business_key, request_sha256, inputs, options, max_attempts, created_at, updated_at, output_dest)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $13, $14)`,
 			j.ID, j.Action, j.ActionVersion, j.State, j.Tenant, j.Owner, j.BusinessID, businessKey(j),
-			j.RequestSHA256, mustJSON(j.Inputs), options, j.MaxAttempts, t); err != nil {
+			j.RequestSHA256, mustJSON(j.Inputs), options, j.MaxAttempts, t, outputDest(j)); err != nil {
 			return err
 		}
 		for _, in := range j.Inputs {
@@ -76,6 +82,15 @@ func (db *DB) InsertJob(ctx context.Context, j *jobs.Job, ev apitype.JobEvent) e
 		return errcode.BusinessIDTaken.New("business_id %q is in use", j.BusinessID)
 	}
 	return err
+}
+
+// outputDest is the jobs.output_dest of j: its destination as JSON, or
+// empty for none.
+func outputDest(j *jobs.Job) string {
+	if j.Output == nil {
+		return ""
+	}
+	return mustJSON(j.Output)
 }
 
 func insertEvent(ctx context.Context, tx *sql.Tx, id string, ev apitype.JobEvent) error {

@@ -157,6 +157,30 @@ func (c sandboxCgroup) oomKills() int {
 	return 0
 }
 
+// cpuUsage returns the CPU time the cgroup's processes have used, those
+// that ended included; false when the host does not account it there.
+func (c sandboxCgroup) cpuUsage() (time.Duration, bool) {
+	if c.mode == cgroupV2 {
+		b, err := os.ReadFile(filepath.Join(c.dir(""), "cpu.stat"))
+		if err != nil {
+			return 0, false
+		}
+		for line := range strings.SplitSeq(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "usage_usec "); ok {
+				us, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+				return time.Duration(us) * time.Microsecond, err == nil
+			}
+		}
+		return 0, false
+	}
+	b, err := os.ReadFile(filepath.Join(c.dir("cpuacct"), "cpuacct.usage"))
+	if err != nil {
+		return 0, false
+	}
+	ns, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	return time.Duration(ns), err == nil
+}
+
 // kill ends every process in the cgroup and removes it: cgroup.kill on v2;
 // on v1, freeze, SIGKILL every member, thaw, until it is empty. Killing by
 // cgroup catches what double-forks away from any process tree.

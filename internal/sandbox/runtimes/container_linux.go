@@ -607,6 +607,11 @@ func (r *Container) Resume(ctx context.Context, sb *sandbox.Sandbox, l sandbox.L
 	return r.runtime(ctx, "resume", sb.ID)
 }
 
+// CPUUsage reports the CPU time the sandbox's processes have used.
+func (r *Container) CPUUsage(id string) (time.Duration, bool) {
+	return newSandboxCgroup(r.cgroups, id).cpuUsage()
+}
+
 // OOMKills reports how many processes the OOM killer ended in the
 // sandbox's cgroup.
 func (r *Container) OOMKills(id string) int {
