@@ -173,7 +173,7 @@ sandboxes keep running and are re-adopted by the next start.`,
 		"start even if the database is empty while sandbox directories exist (they are quarantined, not removed)")
 	f.BoolVar(&jobWorkers, "job-workers", true, "consume the job queue on this daemon (false: jobs are refused with WORKER_UNAVAILABLE)")
 	f.StringArrayVar(&jobMemory, "job-memory", nil, "memory of each job sandbox of PROFILE, as PROFILE=MB (default 4096 for both; /dev/shm is a quarter of it, at most 1024)")
-	f.StringArrayVar(&jobPools, "job-pool", nil, "keep N fresh job runtimes of PROFILE started, as PROFILE=N (defaults browser=2, office=1, pdf=0)")
+	f.StringArrayVar(&jobPools, "job-pool", nil, "keep N fresh job runtimes of PROFILE started, as PROFILE=N (defaults: browser one per CPU, at least 2; office one per 2 CPUs, at least 1; pdf 0)")
 	f.IntVar(&jobCap.Global, "jobs-max", jobCap.Global, "most jobs starting or running at once")
 	f.IntVar(&jobCap.Tenant, "jobs-max-per-tenant", jobCap.Tenant, "most jobs starting or running at once per tenant")
 	f.IntVar(&jobCap.User, "jobs-max-per-user", jobCap.User, "most jobs starting or running at once per user (Berth-User, else the API key)")

@@ -159,6 +159,7 @@ func TestGotenbergRoutes(t *testing.T) {
 	d := testenv.StartDaemon(t, func(c *daemon.Config) { c.JobPools = map[string]int{"browser": 1, "office": 1} })
 
 	page := `<!doctype html><html><head><link rel="stylesheet" href="style.css"></head><body>
+<script>setTimeout(() => { document.querySelector("h1").textContent += " ready"; window.globalVar = "ready"; }, 300)</script>
 <section><h1>Page one</h1></section><section><h1>Page two</h1></section><section><h1>Page three</h1></section></body></html>`
 	css := []byte(`section { break-after: page; } section:last-child { break-after: auto; }`)
 
@@ -166,7 +167,7 @@ func TestGotenbergRoutes(t *testing.T) {
 		a := gotPost(t, d, "/forms/chromium/convert/html", []gotFile{{"index.html", []byte(page)}, {"style.css", css},
 			{"footer.html", []byte(`<p style="font-size:10px">Folio <span class="pageNumber"></span> of <span class="totalPages"></span></p>`)}},
 			map[string]string{"paperWidth": "210mm", "paperHeight": "11.7", "marginBottom": "1", "nativePageRanges": "1-2",
-				"waitDelay": "100ms", "printBackground": "true"},
+				"waitDelay": "100ms", "printBackground": "true", "waitForExpression": "window.globalVar === 'ready'"},
 			map[string]string{"Gotenberg-Output-Filename": "report", "Gotenberg-Trace": "trace-html"})
 		p := a.want200(t, "application/pdf", "report.pdf")
 		if a.header.Get("Gotenberg-Trace") != "trace-html" {
@@ -176,8 +177,9 @@ func TestGotenbergRoutes(t *testing.T) {
 		if info["Pages"] != "2" || !strings.HasPrefix(info["Page size"], "595") {
 			t.Errorf("pages %s, size %s; want 2 pages of 595 x 842 points", info["Pages"], info["Page size"])
 		}
-		if txt := pdfText(t, p); !strings.Contains(txt, "Page two") || strings.Contains(txt, "Page three") || !strings.Contains(txt, "Folio 2 of") {
-			t.Errorf("text:\n%s\nwant pages one and two with the footer", txt)
+		if txt := pdfText(t, p); !strings.Contains(txt, "Page one ready") || !strings.Contains(txt, "Page two") ||
+			strings.Contains(txt, "Page three") || !strings.Contains(txt, "Folio 2 of") {
+			t.Errorf("text:\n%s\nwant pages one (after waitForExpression) and two with the footer", txt)
 		}
 	})
 	t.Run("markdown", func(t *testing.T) {

@@ -412,7 +412,9 @@ func (s *Server) chromiumJob(ctx context.Context, f *gotForm, route gotenbergRou
 	if !f.bool("skipNetworkIdleEvent", true) {
 		j.options["wait_network_idle"] = true
 	}
-	f.unsupported("waitForExpression", "wait with waitForSelector or waitDelay instead")
+	if v := f.fields["waitForExpression"]; v != "" {
+		j.options["wait_for_expression"] = v
+	}
 	f.unsupported("omitBackground", "pages keep their background", "false")
 	f.unsupported("userAgent", "pages load from the inputs only")
 	f.unsupported("cookies", "pages load from the inputs only", "[]")

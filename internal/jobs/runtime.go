@@ -106,6 +106,10 @@ func (p *runtimePool) take(ctx context.Context, tenant string) (*runtime, error)
 			p.wake()
 			h, err := runnerHealth(ctx, rt.agent)
 			if err == nil && h.RunnerAPI == jobspec.RunnerAPI {
+				// Started in the background; now a job's.
+				if err := p.s.mgr.SetCPUShares(ctx, rt.sandboxID, defaultCPUShares); err != nil {
+					p.s.log.Warn("raising a job runtime's CPU weight", "sandbox_id", rt.sandboxID, "err", err)
+				}
 				return rt, nil
 			}
 			p.s.log.Warn("a pooled job runtime is unhealthy; discarding it", "profile", p.profile, "sandbox_id", rt.sandboxID, "err", err)
@@ -119,8 +123,17 @@ func (p *runtimePool) take(ctx context.Context, tenant string) (*runtime, error)
 		break
 	}
 	p.wake()
-	return p.s.startRuntime(ctx, p.profile)
+	return p.s.startRuntime(ctx, p.profile, false)
 }
+
+// CPU weights of job runtimes (cgroup v1 units). A runtime the pool starts
+// ahead gets a tenth of a job's weight until a job takes it: when the CPUs
+// are busy, starting runtimes for later jobs does not slow the jobs that
+// have one, and when they are idle it costs nothing.
+const (
+	poolCPUShares    = 102
+	defaultCPUShares = 1024
+)
 
 func (p *runtimePool) wake() {
 	select {
@@ -226,7 +239,7 @@ func (p *runtimePool) run(ctx context.Context) {
 	backoff := time.Second
 	for {
 		if len(p.ready) < p.size {
-			rt, err := p.s.startRuntime(ctx, p.profile)
+			rt, err := p.s.startRuntime(ctx, p.profile, true)
 			if ctx.Err() != nil {
 				if rt != nil {
 					p.s.discard(rt)
@@ -259,8 +272,9 @@ func (p *runtimePool) run(ctx context.Context) {
 }
 
 // startRuntime creates a job sandbox and starts its runner, returning
-// once the runner answers its health check.
-func (s *Service) startRuntime(ctx context.Context, profile string) (*runtime, error) {
+// once the runner answers its health check. A runtime started ahead, for
+// the pool, runs at a low CPU weight until a job takes it.
+func (s *Service) startRuntime(ctx context.Context, profile string, ahead bool) (*runtime, error) {
 	prof := s.profiles[profile]
 	start := time.Now()
 	sb, _, err := s.mgr.Create(ctx, sandbox.CreateSpec{
@@ -276,6 +290,11 @@ func (s *Service) startRuntime(ctx context.Context, profile string) (*runtime, e
 	fail := func(err error) (*runtime, error) {
 		s.discard(rt)
 		return nil, err
+	}
+	if ahead {
+		if err := s.mgr.SetCPUShares(ctx, sb.ID, poolCPUShares); err != nil {
+			s.log.Warn("lowering a pooled job runtime's CPU weight", "sandbox_id", sb.ID, "err", err)
+		}
 	}
 	c, err := s.mgr.Agent(ctx, sb.ID)
 	if err != nil {

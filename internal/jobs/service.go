@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	goruntime "runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -87,9 +88,16 @@ type Config struct {
 // DefaultRetention keeps finished jobs a week.
 const DefaultRetention = 7 * 24 * time.Hour
 
-// DefaultPools keeps two browser runtimes and one office runtime warm;
-// a pdf runtime (qpdf, exiftool: nothing to warm) starts with its job.
-var DefaultPools = map[string]int{jobspec.ProfileBrowser: 2, jobspec.ProfileOffice: 1, jobspec.ProfilePDF: 0}
+// DefaultPools keeps a browser runtime warm per CPU (at least two) and an
+// office runtime per two CPUs (at least one); a pdf runtime (qpdf,
+// exiftool: nothing to warm) starts with its job. Runtimes are started
+// ahead at a low CPU weight (see poolCPUShares), so more of them never
+// slow a job that has one.
+var DefaultPools = defaultPools(goruntime.NumCPU())
+
+func defaultPools(cpus int) map[string]int {
+	return map[string]int{jobspec.ProfileBrowser: max(2, cpus), jobspec.ProfileOffice: max(1, cpus/2), jobspec.ProfilePDF: 0}
+}
 
 // Service queues, runs and reports jobs.
 type Service struct {

@@ -169,6 +169,8 @@ type Options struct {
 	WaitForSelector string `json:"wait_for_selector,omitempty"`
 	WaitNetworkIdle bool   `json:"wait_network_idle,omitempty"`
 	WaitDelayMS     int    `json:"wait_delay_ms,omitempty"` // at most 10000
+	// WaitForExpression is JavaScript the page evaluates until it is true.
+	WaitForExpression string `json:"wait_for_expression,omitempty"`
 
 	// PDF export (office-pdf), as LibreOffice's PDF export filter takes
 	// it; Landscape and PageRanges above apply too.
@@ -338,6 +340,7 @@ func (o *Options) Validate(base string) map[string]string {
 	only(html, "wait_for_selector", o.WaitForSelector != "")
 	only(html, "wait_network_idle", o.WaitNetworkIdle)
 	only(html, "wait_delay_ms", o.WaitDelayMS != 0)
+	only(html, "wait_for_expression", o.WaitForExpression != "")
 	office := base == OfficePDF
 	only(office, "pdfa", o.PDFA != "")
 	only(office, "pdfua", o.PDFUA)

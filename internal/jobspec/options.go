@@ -71,6 +71,8 @@ var optionSpecs = []OptionSpec{
 		Description: "wait until the page has made no request for 500 ms before rendering"}, Actions: htmlActions},
 	{ActionOption: apitype.ActionOption{Name: "wait_delay_ms", Type: "integer", Default: 0, Min: bound(0), Max: bound(MaxWaitDelayMS),
 		Description: "wait this long after loading (and the other waits) before rendering"}, Actions: htmlActions},
+	{ActionOption: apitype.ActionOption{Name: "wait_for_expression", Type: "string", MaxLength: 1024,
+		Description: "wait until this JavaScript expression is true in the page before rendering"}, Actions: htmlActions},
 	{ActionOption: apitype.ActionOption{Name: "markdown_template", Type: "boolean", Default: false,
 		Description: `the main HTML is a template: {{ toHTML "name.md" }} becomes that Markdown input as HTML (Gotenberg's markdown routes)`},
 		Actions: []string{HTMLPDF, HTMLPNG}},

@@ -36,6 +36,9 @@ func (o *Options) validatePDFEngines(base string, p map[string]string) {
 			p["options.split_mode"] = "must be intervals or pages"
 		}
 	}
+	if len(o.WaitForExpression) > 1024 {
+		p["options.wait_for_expression"] = "at most 1024 bytes"
+	}
 	if len(o.SplitSpan) > 1024 {
 		p["options.split_span"] = "at most 1024 bytes"
 	}

@@ -36,7 +36,7 @@ func gotenbergOperations() map[string]op {
 			ok:   []result{jsonOut[gotenbergHealth](200, "")}},
 		"POST /forms/chromium/convert/html": {id: "gotenbergConvertHTML", summary: "Gotenberg: HTML to PDF (html-pdf)",
 			desc: "Gotenberg 8's fields: files (index.html, assets, header.html, footer.html), paperWidth, paperHeight, " +
-				"margins, preferCssPageSize, printBackground, landscape, scale, nativePageRanges, waitDelay, waitForSelector." + auth,
+				"margins, preferCssPageSize, printBackground, landscape, scale, nativePageRanges, waitDelay, waitForSelector, waitForExpression." + auth,
 			headers: headers, body: form("Gotenberg's form."), ok: file("The PDF.", "application/pdf")},
 		"POST /forms/chromium/convert/markdown": {id: "gotenbergConvertMarkdown", summary: "Gotenberg: Markdown to PDF (html-pdf)",
 			desc:    `index.html with {{ toHTML "file.md" }} and the .md files, with the HTML route's fields.` + auth,

@@ -318,6 +318,14 @@ func (p *pageRun) wait() error {
 			}
 		}
 	}
+	if x := o.WaitForExpression; x != "" {
+		if err := p.waitTrue("(" + x + "\n) === true"); err != nil {
+			if errors.Is(context.Cause(p.ctx), context.DeadlineExceeded) {
+				return fail(http.StatusUnprocessableEntity, "wait_for_expression", "%q was not true before the job's timeout", x)
+			}
+			return err
+		}
+	}
 	if o.WaitNetworkIdle {
 		for {
 			p.mu.Lock()

@@ -280,6 +280,27 @@ func (m *Manager) CPUUsage(ctx context.Context, id string) (time.Duration, bool)
 	return cm.CPUUsage(id)
 }
 
+// cpuWeigher is implemented by runtimes that can weigh a sandbox's CPU
+// against the others'.
+type cpuWeigher interface {
+	SetCPUShares(id string, shares uint64) error
+}
+
+// SetCPUShares sets sandbox id's CPU weight against the other sandboxes',
+// in cgroup v1's units (1024, the default, for all: equal shares when the
+// CPUs are busy). Under a runtime that cannot (the process runtime) it
+// does nothing.
+func (m *Manager) SetCPUShares(ctx context.Context, id string, shares uint64) error {
+	sb, err := m.Get(ctx, id)
+	if err != nil {
+		return err
+	}
+	if cw, ok := m.runtimes[sb.Runtime].(cpuWeigher); ok {
+		return cw.SetCPUShares(id, shares)
+	}
+	return nil
+}
+
 // oomCounter is implemented by runtimes that can tell how many processes
 // the kernel's OOM killer ended in a sandbox.
 type oomCounter interface {

@@ -157,6 +157,18 @@ func (c sandboxCgroup) oomKills() int {
 	return 0
 }
 
+// setCPUShares sets the cgroup's CPU weight relative to its siblings, in
+// cgroup v1's units (1024 is the default; 2-262144); on v2 it is mapped
+// onto cpu.weight (100 the default; 1-10000).
+func (c sandboxCgroup) setCPUShares(shares uint64) error {
+	shares = min(max(shares, 2), 262144)
+	file, v := filepath.Join(c.dir("cpu"), "cpu.shares"), shares
+	if c.mode == cgroupV2 {
+		file, v = filepath.Join(c.dir(""), "cpu.weight"), 1+(shares-2)*9999/262142
+	}
+	return os.WriteFile(file, []byte(strconv.FormatUint(v, 10)), 0)
+}
+
 // cpuUsage returns the CPU time the cgroup's processes have used, those
 // that ended included; false when the host does not account it there.
 func (c sandboxCgroup) cpuUsage() (time.Duration, bool) {

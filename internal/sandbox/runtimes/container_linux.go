@@ -607,6 +607,12 @@ func (r *Container) Resume(ctx context.Context, sb *sandbox.Sandbox, l sandbox.L
 	return r.runtime(ctx, "resume", sb.ID)
 }
 
+// SetCPUShares sets the sandbox's CPU weight against other sandboxes'
+// (cgroup v1 units: 1024 is the default).
+func (r *Container) SetCPUShares(id string, shares uint64) error {
+	return newSandboxCgroup(r.cgroups, id).setCPUShares(shares)
+}
+
 // CPUUsage reports the CPU time the sandbox's processes have used.
 func (r *Container) CPUUsage(id string) (time.Duration, bool) {
 	return newSandboxCgroup(r.cgroups, id).cpuUsage()
