@@ -115,36 +115,6 @@ func unzipAll(t *testing.T, b []byte) map[string][]byte {
 	return out
 }
 
-// minimalPDF is a PDF of n pages, each reading "<label> page <i>".
-func minimalPDF(label string, n int) []byte {
-	var b bytes.Buffer
-	var offs []int
-	obj := func(body string) {
-		offs = append(offs, b.Len())
-		fmt.Fprintf(&b, "%d 0 obj\n%s\nendobj\n", len(offs), body)
-	}
-	b.WriteString("%PDF-1.4\n")
-	kids := make([]string, n)
-	for i := range n {
-		kids[i] = fmt.Sprintf("%d 0 R", 4+2*i)
-	}
-	obj("<< /Type /Catalog /Pages 2 0 R >>")
-	obj(fmt.Sprintf("<< /Type /Pages /Kids [%s] /Count %d >>", strings.Join(kids, " "), n))
-	obj("<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>")
-	for i := range n {
-		obj(fmt.Sprintf("<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 3 0 R >> >> /Contents %d 0 R >>", 5+2*i))
-		s := fmt.Sprintf("BT /F1 24 Tf 72 700 Td (%s page %d) Tj ET", label, i+1)
-		obj(fmt.Sprintf("<< /Length %d >>\nstream\n%s\nendstream", len(s), s))
-	}
-	x := b.Len()
-	fmt.Fprintf(&b, "xref\n0 %d\n0000000000 65535 f \n", len(offs)+1)
-	for _, o := range offs {
-		fmt.Fprintf(&b, "%010d 00000 n \n", o)
-	}
-	fmt.Fprintf(&b, "trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n", len(offs)+1, x)
-	return b.Bytes()
-}
-
 func pdfPages(t *testing.T, path string) string { t.Helper(); return pdfInfo(t, path)["Pages"] }
 
 // TestGotenbergRoutes: every Gotenberg-compatible route with Gotenberg's
@@ -236,7 +206,7 @@ func TestGotenbergRoutes(t *testing.T) {
 	})
 	basic := "Basic " + base64.StdEncoding.EncodeToString([]byte("gotenberg:"+d.Token))
 	t.Run("merge with basic auth", func(t *testing.T) {
-		a := gotPost(t, d, "/forms/pdfengines/merge", []gotFile{{"b.pdf", minimalPDF("Bee", 2)}, {"a.pdf", minimalPDF("Ay", 1)}}, nil,
+		a := gotPost(t, d, "/forms/pdfengines/merge", []gotFile{{"b.pdf", testenv.PDF("Bee", 2)}, {"a.pdf", testenv.PDF("Ay", 1)}}, nil,
 			map[string]string{"Authorization": basic})
 		p := a.want200(t, "application/pdf", "")
 		if n := pdfPages(t, p); n != "3" {
@@ -246,7 +216,7 @@ func TestGotenbergRoutes(t *testing.T) {
 			t.Errorf("text:\n%s\nwant a.pdf first (name order)", txt)
 		}
 		wrong := "Basic " + base64.StdEncoding.EncodeToString([]byte("gotenberg:brt_wrong"))
-		if a := gotPost(t, d, "/forms/pdfengines/merge", []gotFile{{"a.pdf", minimalPDF("Ay", 1)}}, nil,
+		if a := gotPost(t, d, "/forms/pdfengines/merge", []gotFile{{"a.pdf", testenv.PDF("Ay", 1)}}, nil,
 			map[string]string{"Authorization": wrong}); a.status != http.StatusUnauthorized {
 			t.Errorf("a wrong password = %d, want 401", a.status)
 		}
@@ -262,7 +232,7 @@ func TestGotenbergRoutes(t *testing.T) {
 		}
 	})
 	t.Run("split", func(t *testing.T) {
-		a := gotPost(t, d, "/forms/pdfengines/split", []gotFile{{"doc.pdf", minimalPDF("Doc", 3)}},
+		a := gotPost(t, d, "/forms/pdfengines/split", []gotFile{{"doc.pdf", testenv.PDF("Doc", 3)}},
 			map[string]string{"splitMode": "intervals", "splitSpan": "1"}, map[string]string{"Gotenberg-Output-Filename": "parts"})
 		a.want200(t, "application/zip", "parts.zip")
 		files := unzipAll(t, a.body)
@@ -276,11 +246,11 @@ func TestGotenbergRoutes(t *testing.T) {
 				t.Errorf("%s has %s pages, want 1", name, n)
 			}
 		}
-		gotPost(t, d, "/forms/pdfengines/split", []gotFile{{"doc.pdf", minimalPDF("Doc", 3)}}, map[string]string{"splitSpan": "1"}, nil).
+		gotPost(t, d, "/forms/pdfengines/split", []gotFile{{"doc.pdf", testenv.PDF("Doc", 3)}}, map[string]string{"splitSpan": "1"}, nil).
 			wantPlain(t, http.StatusBadRequest, `^Invalid form data: form field 'splitMode' is required$`)
 	})
 	t.Run("metadata round trip", func(t *testing.T) {
-		a := gotPost(t, d, "/forms/pdfengines/metadata/write", []gotFile{{"m.pdf", minimalPDF("Meta", 1)}},
+		a := gotPost(t, d, "/forms/pdfengines/metadata/write", []gotFile{{"m.pdf", testenv.PDF("Meta", 1)}},
 			map[string]string{"metadata": `{"Title":"Quarterly","Author":"Ann Example","Keywords":["first","second"]}`}, nil)
 		a.want200(t, "application/pdf", "")
 		r := gotPost(t, d, "/forms/pdfengines/metadata/read", []gotFile{{"m.pdf", a.body}}, nil, nil)
@@ -292,7 +262,7 @@ func TestGotenbergRoutes(t *testing.T) {
 		if got := m["m.pdf"]; got["Title"] != "Quarterly" || got["Author"] != "Ann Example" || fmt.Sprint(got["Keywords"]) != "[first second]" {
 			t.Errorf("metadata read = %s", r.body)
 		}
-		gotPost(t, d, "/forms/pdfengines/metadata/write", []gotFile{{"m.pdf", minimalPDF("Meta", 1)}}, map[string]string{"metadata": "foo"}, nil).
+		gotPost(t, d, "/forms/pdfengines/metadata/write", []gotFile{{"m.pdf", testenv.PDF("Meta", 1)}}, map[string]string{"metadata": "foo"}, nil).
 			wantPlain(t, http.StatusBadRequest, `^Invalid form data: form field 'metadata' is invalid \(got 'foo', resulting to unmarshal metadata: `)
 	})
 	t.Run("bad fields", func(t *testing.T) {

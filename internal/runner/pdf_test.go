@@ -1,7 +1,6 @@
 package runner
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -13,36 +12,6 @@ import (
 	"github.com/berthdev/berth/internal/jobspec"
 	"github.com/berthdev/berth/internal/testenv"
 )
-
-// testPDF is a minimal PDF of n pages, each reading "<label> page <i>".
-func testPDF(label string, n int) []byte {
-	var b bytes.Buffer
-	var offs []int
-	obj := func(body string) {
-		offs = append(offs, b.Len())
-		fmt.Fprintf(&b, "%d 0 obj\n%s\nendobj\n", len(offs), body)
-	}
-	b.WriteString("%PDF-1.4\n")
-	kids := make([]string, n)
-	for i := range n {
-		kids[i] = fmt.Sprintf("%d 0 R", 4+2*i)
-	}
-	obj("<< /Type /Catalog /Pages 2 0 R >>")
-	obj(fmt.Sprintf("<< /Type /Pages /Kids [%s] /Count %d >>", strings.Join(kids, " "), n))
-	obj("<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>")
-	for i := range n {
-		obj(fmt.Sprintf("<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 3 0 R >> >> /Contents %d 0 R >>", 5+2*i))
-		s := fmt.Sprintf("BT /F1 24 Tf 72 700 Td (%s page %d) Tj ET", label, i+1)
-		obj(fmt.Sprintf("<< /Length %d >>\nstream\n%s\nendstream", len(s), s))
-	}
-	x := b.Len()
-	fmt.Fprintf(&b, "xref\n0 %d\n0000000000 65535 f \n", len(offs)+1)
-	for _, o := range offs {
-		fmt.Fprintf(&b, "%010d 00000 n \n", o)
-	}
-	fmt.Fprintf(&b, "trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n", len(offs)+1, x)
-	return b.Bytes()
-}
 
 // TestPDFEngines: merge sums the pages in name order, split makes the
 // parts asked for, metadata written is read back; a file that is not a
@@ -61,8 +30,8 @@ func TestPDFEngines(t *testing.T) {
 	}
 	t.Run("merge", func(t *testing.T) {
 		clear()
-		f.write("b.pdf", testPDF("Bee", 2))
-		f.write("a.pdf", testPDF("Ay", 1))
+		f.write("b.pdf", testenv.PDF("Bee", 2))
+		f.write("a.pdf", testenv.PDF("Ay", 1))
 		out, _ := f.mustRun(jobspec.Request{Action: jobspec.PDFMerge}, resultPDF, "application/pdf")
 		if n, _, _ := pdfInfo(t, out); n != 3 {
 			t.Errorf("merged pages = %d, want 3", n)
@@ -73,7 +42,7 @@ func TestPDFEngines(t *testing.T) {
 	})
 	t.Run("split", func(t *testing.T) {
 		clear()
-		f.write("doc.pdf", testPDF("Doc", 5))
+		f.write("doc.pdf", testenv.PDF("Doc", 5))
 		r := f.run(jobspec.Request{Action: jobspec.PDFSplit, Options: jobspec.Options{SplitMode: "intervals", SplitSpan: "2"}})
 		if r.status != http.StatusOK || len(r.result.Outputs) != 3 {
 			t.Fatalf("split = %d %s, want 3 outputs", r.status, r.raw)
@@ -91,7 +60,7 @@ func TestPDFEngines(t *testing.T) {
 	})
 	t.Run("metadata", func(t *testing.T) {
 		clear()
-		f.write("m.pdf", testPDF("Meta", 1))
+		f.write("m.pdf", testenv.PDF("Meta", 1))
 		f.mustRun(jobspec.Request{Action: jobspec.PDFMetadataWrite, Options: jobspec.Options{Metadata: map[string]any{
 			"Title": "Quarterly", "Author": "Ann", "Keywords": []any{"one", "two"}}}}, "m.pdf", "application/pdf")
 		if err := os.Rename(filepath.Join(f.out, "m.pdf"), filepath.Join(f.in, "m.pdf")); err != nil {
@@ -112,7 +81,7 @@ func TestPDFEngines(t *testing.T) {
 		f.write("bad.pdf", []byte("not a pdf"))
 		wantFailure(t, f.run(jobspec.Request{Action: jobspec.PDFMerge}), http.StatusUnprocessableEntity, "invalid_input", false)
 		clear()
-		f.write("good.pdf", testPDF("Good", 1))
+		f.write("good.pdf", testenv.PDF("Good", 1))
 		f.mustRun(jobspec.Request{Action: jobspec.PDFMerge}, resultPDF, "application/pdf")
 	})
 }
