@@ -99,7 +99,7 @@ var Builtins = []Action{
 	{Name: HTMLPPTX, Version: "1.0.0", Profile: ProfileBrowser, Base: HTMLPPTX,
 		Output:      "application/vnd.openxmlformats-officedocument.presentationml.presentation",
 		Inputs:      InputSchema{Main: "index.html", Extensions: []string{".html", ".htm"}, MaxFiles: 256},
-		Description: "HTML slides to PPTX: one exact image per slide, speaker notes kept"},
+		Description: "HTML slides to PPTX: one exact image per slide, or editable objects (mode editable); speaker notes kept"},
 	{Name: MarkdownPDF, Version: "1.0.0", Profile: ProfileBrowser, Base: MarkdownPDF, Output: "application/pdf",
 		Inputs:      InputSchema{Extensions: []string{".md", ".markdown"}, MaxFiles: 256},
 		Description: "Markdown (CommonMark with tables) to PDF through Chromium"},
