@@ -127,6 +127,23 @@ func (d *Daemon) DeleteAll(t testing.TB) {
 	}
 }
 
+// deleteAllQuietly deletes every sandbox of the daemon it can, logging
+// what it cannot.
+func (d *Daemon) deleteAllQuietly(t testing.TB) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	list, err := d.Client.ListSandboxes(ctx)
+	if err != nil {
+		t.Logf("listing sandboxes at cleanup: %v", err)
+		return
+	}
+	for _, sb := range list {
+		if err := d.Client.DeleteSandbox(ctx, sb.ID); err != nil {
+			t.Logf("deleting %s at cleanup: %v", sb.ID, err)
+		}
+	}
+}
+
 // CheckNoProcesses fails t if any process still mentions dataDir, and
 // kills such processes so that one failing test does not leak into others.
 func CheckNoProcesses(t testing.TB, dataDir string) {
@@ -176,6 +193,17 @@ func StartDaemonProcess(t testing.TB, dataDir string, extraArgs ...string) *Daem
 	go func() { d.waitErr = cmd.Wait(); close(d.exited) }()
 	exited := d.exited
 	t.Cleanup(func() {
+		// A daemon that still runs deletes what it holds first: stopping
+		// leaves sandboxes running for the next daemon, and the data
+		// directory goes with the test. Best effort: a test may have made
+		// a sandbox undeletable on purpose.
+		select {
+		case <-exited:
+		default:
+			if d.Client != nil {
+				d.deleteAllQuietly(t)
+			}
+		}
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		select {
 		case <-exited:
