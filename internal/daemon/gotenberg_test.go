@@ -277,6 +277,12 @@ func TestGotenbergRoutes(t *testing.T) {
 			wantPlain(t, http.StatusBadRequest, `^Invalid form data: .*scale.*between 0.1 and 2`)
 		gotPost(t, d, "/forms/pdfengines/merge", nil, nil, nil).
 			wantPlain(t, http.StatusBadRequest, `^Invalid form data: no form file found for extensions: \[\.pdf\]$`)
+		// The bound on a field: one byte over 1 MiB is refused; at 1 MiB it
+		// is read (and refused only as the header it is not).
+		gotPost(t, d, "/forms/chromium/convert/html", files, map[string]string{"userAgent": strings.Repeat("a", 1<<20+1)}, nil).
+			wantPlain(t, http.StatusBadRequest, `^Invalid form data: form field 'userAgent' is more than 1 MiB`)
+		gotPost(t, d, "/forms/chromium/convert/html", files, map[string]string{"userAgent": strings.Repeat("a", 1<<20)}, nil).
+			wantPlain(t, http.StatusBadRequest, `form field 'userAgent' is invalid`)
 	})
 	t.Run("health and jobs", func(t *testing.T) {
 		resp, err := http.Get(d.URL + "/health")

@@ -21,7 +21,6 @@ import (
 
 	"github.com/berthdev/berth/internal/apitype"
 	"github.com/berthdev/berth/internal/errcode"
-	"github.com/berthdev/berth/internal/jobs"
 	"github.com/berthdev/berth/internal/jobspec"
 	"github.com/berthdev/berth/internal/wire"
 )
@@ -238,14 +237,9 @@ func (s *Server) readGotForm(r *http.Request) (*gotForm, error) {
 				part.Close()
 				return nil, invalidForm(fmt.Sprintf("form file '%s' is invalid: a file name is 1-128 letters, digits, '.', '_', '-' or ' '", name))
 			}
-			ref, err := s.cfg.Jobs.PutFile(r.Context(), s.tenantOf(r), part, name)
-			part.Close()
+			ref, err := s.putPart(r, part, name, &total)
 			if err != nil {
 				return nil, err
-			}
-			total += ref.Size
-			if total > jobs.MaxInputBytes {
-				return nil, errcode.InputsTooLarge.New("the files come to more than %d bytes", int64(jobs.MaxInputBytes))
 			}
 			f.files = slices.DeleteFunc(f.files, func(g gotFile) bool { return g.name == name })
 			f.files = append(f.files, gotFile{name: name, ref: ref})

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"mime"
+	"mime/multipart"
 	"net/http"
 	"strconv"
 	"strings"
@@ -345,6 +346,20 @@ func extOf(name string) string {
 	return ""
 }
 
+// putPart stores a form's file part as the tenant's file called name and
+// adds its size to *total, which may not pass jobs.MaxInputBytes.
+func (s *Server) putPart(r *http.Request, part *multipart.Part, name string, total *int64) (apitype.FileRef, error) {
+	ref, err := s.cfg.Jobs.PutFile(r.Context(), s.tenantOf(r), part, name)
+	part.Close()
+	if err != nil {
+		return ref, err
+	}
+	if *total += ref.Size; *total > jobs.MaxInputBytes {
+		return ref, errcode.InputsTooLarge.New("the inputs come to more than %d bytes", int64(jobs.MaxInputBytes))
+	}
+	return ref, nil
+}
+
 // multipartJob reads a multipart form into a job request, storing each
 // file part as it streams in.
 func (s *Server) multipartJob(r *http.Request) (apitype.CreateJobRequest, error) {
@@ -365,14 +380,9 @@ func (s *Server) multipartJob(r *http.Request) (apitype.CreateJobRequest, error)
 		}
 		field, file := part.FormName(), part.FileName()
 		if file != "" {
-			ref, err := s.cfg.Jobs.PutFile(r.Context(), s.tenantOf(r), part, file)
-			part.Close()
+			ref, err := s.putPart(r, part, file, &total)
 			if err != nil {
 				return req, err
-			}
-			total += ref.Size
-			if total > jobs.MaxInputBytes {
-				return req, errcode.InputsTooLarge.New("the inputs come to more than %d bytes", int64(jobs.MaxInputBytes))
 			}
 			req.Inputs[file] = apitype.JobInput{SHA256: ref.SHA256}
 			continue

@@ -110,36 +110,25 @@ func UIDRegistry(testing.TB) string {
 	return filepath.Join(os.TempDir(), "berth-test-uids")
 }
 
-// DeleteAll deletes every sandbox of the daemon.
+// DeleteAll deletes every sandbox of the daemon; each failure fails t.
 func (d *Daemon) DeleteAll(t testing.TB) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	list, err := d.Client.ListSandboxes(ctx)
-	if err != nil {
-		t.Errorf("listing sandboxes at cleanup: %v", err)
-		return
-	}
-	for _, sb := range list {
-		if err := d.Client.DeleteSandbox(ctx, sb.ID); err != nil {
-			t.Errorf("deleting %s at cleanup: %v", sb.ID, err)
-		}
-	}
+	d.deleteAll(t.Errorf)
 }
 
-// deleteAllQuietly deletes every sandbox of the daemon it can, logging
+// deleteAll deletes every sandbox of the daemon it can, telling report
 // what it cannot.
-func (d *Daemon) deleteAllQuietly(t testing.TB) {
+func (d *Daemon) deleteAll(report func(format string, args ...any)) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	list, err := d.Client.ListSandboxes(ctx)
 	if err != nil {
-		t.Logf("listing sandboxes at cleanup: %v", err)
+		report("listing sandboxes at cleanup: %v", err)
 		return
 	}
 	for _, sb := range list {
 		if err := d.Client.DeleteSandbox(ctx, sb.ID); err != nil {
-			t.Logf("deleting %s at cleanup: %v", sb.ID, err)
+			report("deleting %s at cleanup: %v", sb.ID, err)
 		}
 	}
 }
@@ -201,7 +190,7 @@ func StartDaemonProcess(t testing.TB, dataDir string, extraArgs ...string) *Daem
 		case <-exited:
 		default:
 			if d.Client != nil {
-				d.deleteAllQuietly(t)
+				d.deleteAll(t.Logf)
 			}
 		}
 		_ = cmd.Process.Signal(syscall.SIGTERM)
