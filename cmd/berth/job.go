@@ -7,6 +7,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -34,6 +35,7 @@ terminal, one line per event otherwise) and save its output.
   berth job run office-pdf --in letter.docx
   berth job run html-pptx --in slides.html --opt width=1280 --opt height=720
   berth job run office-pdf@1.0.0 --in-sandbox $SB:reports/q3.docx --out-sandbox $SB:exports/
+  berth job run url-pdf --opt url=https://example.com/ --out example.pdf
 
 --in takes a file (its name in the job is its base name) or NAME=FILE.
 --in-sandbox SANDBOX:PATH reads an input from a sandbox's workspace;
@@ -50,8 +52,8 @@ version of the action (VERSION_MISMATCH).
 				return err
 			}
 			ctx := cmd.Context()
-			if len(ins) == 0 && len(inSandbox) == 0 {
-				return usageError{fmt.Errorf("give at least one --in FILE (or --in-sandbox SANDBOX:PATH)")}
+			if len(ins) == 0 && len(inSandbox) == 0 && !slices.ContainsFunc(opts, func(o string) bool { return strings.HasPrefix(o, "url=") }) {
+				return usageError{fmt.Errorf("give at least one --in FILE (or --in-sandbox SANDBOX:PATH), or --opt url=URL for url-pdf and url-png")}
 			}
 			action, version, _ := strings.Cut(args[0], "@")
 			req := apitype.CreateJobRequest{Action: action, Version: version, BusinessID: businessID, Inputs: map[string]apitype.JobInput{}}
@@ -136,7 +138,10 @@ version of the action (VERSION_MISMATCH).
 			for i, o := range j.Outputs {
 				dst := out
 				if dst == "" || i > 0 {
-					main := j.Inputs[0].Name
+					main := "page" // a URL action's
+					if len(j.Inputs) > 0 {
+						main = j.Inputs[0].Name
+					}
 					dst = strings.TrimSuffix(filepath.Base(main), filepath.Ext(main)) + filepath.Ext(o.Name)
 				}
 				if err := a.download(ctx, o.SHA256, dst); err != nil {

@@ -36,7 +36,7 @@ func (a *app) runnerCommand() *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&cfg.Profile, "profile", jobspec.ProfileBrowser, "what the runner runs: browser, office or pdf")
+	f.StringVar(&cfg.Profile, "profile", jobspec.ProfileBrowser, "what the runner runs: browser, web, office or pdf")
 	f.StringVar(&listen, "listen", net.JoinHostPort("127.0.0.1", strconv.Itoa(jobspec.RunnerPort)), "address to serve the runner API on")
 	f.StringVar(&cfg.InputDir, "in", jobspec.InputDir, "directory of the job's inputs")
 	f.StringVar(&cfg.OutputDir, "out", jobspec.OutputDir, "directory to write the job's outputs into")

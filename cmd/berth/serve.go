@@ -87,7 +87,7 @@ sandboxes keep running and are re-adopted by the next start.`,
 				name, n, ok := strings.Cut(p, "=")
 				size, err := strconv.Atoi(n)
 				if _, known := jp[name]; !ok || !known || err != nil || size < 0 || size > 64 {
-					return usageError{fmt.Errorf("--job-pool %q: want PROFILE=N with PROFILE browser, office or pdf and N 0-64", p)}
+					return usageError{fmt.Errorf("--job-pool %q: want PROFILE=N with PROFILE browser, office, pdf or web and N 0-64", p)}
 				}
 				jp[name] = size
 			}
@@ -96,7 +96,7 @@ sandboxes keep running and are re-adopted by the next start.`,
 				name, n, ok := strings.Cut(m, "=")
 				mb, err := strconv.ParseInt(n, 10, 64)
 				if _, known := jp[name]; !ok || !known || err != nil || mb < jobs.MinMemoryMB || mb > sandbox.MaxResources.MemoryMB {
-					return usageError{fmt.Errorf("--job-memory %q: want PROFILE=MB with PROFILE browser or office and MB %d-%d",
+					return usageError{fmt.Errorf("--job-memory %q: want PROFILE=MB with PROFILE browser, office, pdf or web and MB %d-%d",
 						m, jobs.MinMemoryMB, sandbox.MaxResources.MemoryMB)}
 				}
 				profiles[name] = jobs.DefaultProfile(name).WithMemory(mb)
@@ -172,8 +172,8 @@ sandboxes keep running and are re-adopted by the next start.`,
 	f.BoolVar(&allowEmptyDatabase, "allow-empty-database", false,
 		"start even if the database is empty while sandbox directories exist (they are quarantined, not removed)")
 	f.BoolVar(&jobWorkers, "job-workers", true, "consume the job queue on this daemon (false: jobs are refused with WORKER_UNAVAILABLE)")
-	f.StringArrayVar(&jobMemory, "job-memory", nil, "memory of each job sandbox of PROFILE, as PROFILE=MB (default 4096 for both; /dev/shm is a quarter of it, at most 1024)")
-	f.StringArrayVar(&jobPools, "job-pool", nil, "keep N fresh job runtimes of PROFILE started, as PROFILE=N (defaults: browser one per CPU, at least 2; office one per 2 CPUs, at least 1; pdf 0)")
+	f.StringArrayVar(&jobMemory, "job-memory", nil, "memory of each job sandbox of PROFILE, as PROFILE=MB (default 4096 for each; /dev/shm is a quarter of it, at most 1024)")
+	f.StringArrayVar(&jobPools, "job-pool", nil, "keep N fresh job runtimes of PROFILE started, as PROFILE=N (defaults: browser one per CPU, at least 2; office one per 2 CPUs, at least 1; pdf 0; web 0)")
 	f.IntVar(&jobCap.Global, "jobs-max", jobCap.Global, "most jobs starting or running at once")
 	f.IntVar(&jobCap.Tenant, "jobs-max-per-tenant", jobCap.Tenant, "most jobs starting or running at once per tenant")
 	f.IntVar(&jobCap.User, "jobs-max-per-user", jobCap.User, "most jobs starting or running at once per user (Berth-User, else the API key)")

@@ -178,9 +178,10 @@ func TestGotenbergRoutes(t *testing.T) {
 			}
 		}
 	})
-	t.Run("url refused", func(t *testing.T) {
-		a := gotPost(t, d, "/forms/chromium/convert/url", nil, map[string]string{"url": "https://example.com"}, nil)
-		a.wantPlain(t, http.StatusBadRequest, `^Invalid form data: form field 'url' is invalid \(got 'https://example.com', resulting to Berth converts no URL: its job sandboxes have no network`)
+	t.Run("url of the sandbox's loopback refused", func(t *testing.T) {
+		// The url routes themselves are TestJobURL's, on a test internet.
+		a := gotPost(t, d, "/forms/chromium/convert/url", nil, map[string]string{"url": "http://127.0.0.1:7777/run"}, nil)
+		a.wantPlain(t, http.StatusBadRequest, `^Invalid form data: form field 'url' is invalid \(got 'http://127.0.0.1:7777/run', resulting to must not be the job sandbox's own loopback`)
 		if a.header.Get("Gotenberg-Trace") == "" {
 			t.Error("no Gotenberg-Trace made for a request without one")
 		}

@@ -294,21 +294,16 @@ func (s *Server) serveGotenberg(w http.ResponseWriter, r *http.Request, route go
 	if err != nil {
 		return err
 	}
-	if route == gotChromiumURL || route == gotScreenshotURL {
-		return &gotenbergError{status: http.StatusBadRequest, cause: errcode.URLBlocked.New("URL conversion is refused"),
-			msg: "Invalid form data: " + fieldInvalid("url", f.fields["url"], "Berth converts no URL: its job sandboxes have no network, "+
-				"so a page cannot be loaded from one; send the page's HTML and assets to /forms/chromium/convert/html instead")}
-	}
 	var plan []gotJob
 	ext := ".pdf"
 	switch route {
-	case gotChromiumHTML, gotChromiumMarkdown, gotScreenshotHTML, gotScreenshotMarkdown:
+	case gotChromiumHTML, gotChromiumMarkdown, gotScreenshotHTML, gotScreenshotMarkdown, gotChromiumURL, gotScreenshotURL:
 		j, err := s.chromiumJob(r.Context(), f, route)
 		if err != nil {
 			return err
 		}
 		plan = append(plan, j)
-		if route == gotScreenshotHTML || route == gotScreenshotMarkdown {
+		if route == gotScreenshotHTML || route == gotScreenshotMarkdown || route == gotScreenshotURL {
 			ext = ".png"
 		}
 	case gotLibreOffice:
@@ -359,15 +354,42 @@ func gotenbergName(header, jobID string) string {
 	return name
 }
 
-// chromiumJob maps the Chromium routes' fields onto html-pdf or html-png.
+// chromiumJob maps the Chromium routes' fields onto html-pdf or html-png,
+// or url-pdf or url-png for the url routes.
 func (s *Server) chromiumJob(ctx context.Context, f *gotForm, route gotenbergRoute) (gotJob, error) {
-	shot := route == gotScreenshotHTML || route == gotScreenshotMarkdown
+	shot := route == gotScreenshotHTML || route == gotScreenshotMarkdown || route == gotScreenshotURL
 	markdown := route == gotChromiumMarkdown || route == gotScreenshotMarkdown
+	web := route == gotChromiumURL || route == gotScreenshotURL
 	j := gotJob{action: jobspec.HTMLPDF, options: map[string]any{}}
-	if shot {
+	switch {
+	case web && shot:
+		j.action = jobspec.URLPNG
+	case web:
+		j.action = jobspec.URLPDF
+	case shot:
 		j.action = jobspec.HTMLPNG
 	}
-	if _, ok := f.file("index.html"); !ok {
+	if web {
+		u, ok := f.fields["url"]
+		if !ok || u == "" {
+			return j, invalidForm("form field 'url' is required")
+		}
+		if why := jobspec.CheckURL(u); why != "" {
+			return j, invalidForm(fieldInvalid("url", u, why))
+		}
+		j.options["url"] = u
+		if v, ok := f.fields["failOnHttpStatusCodes"]; ok && v != "" {
+			var codes []int
+			if err := json.Unmarshal([]byte(v), &codes); err != nil {
+				f.problems = append(f.problems, fieldInvalid("failOnHttpStatusCodes", v, "unmarshal failOnHttpStatusCodes: "+err.Error()))
+			} else {
+				if codes == nil {
+					codes = []int{}
+				}
+				j.options["fail_on_http_status_codes"] = codes
+			}
+		}
+	} else if _, ok := f.file("index.html"); !ok {
 		return j, invalidForm("form file 'index.html' is required")
 	}
 	if markdown {
@@ -378,7 +400,7 @@ func (s *Server) chromiumJob(ctx context.Context, f *gotForm, route gotenbergRou
 	}
 	for _, g := range f.files {
 		n := strings.ToLower(g.name)
-		if !shot && (n == "header.html" || n == "footer.html") {
+		if web || !shot && (n == "header.html" || n == "footer.html") {
 			continue
 		}
 		if n == "index.html" {
@@ -386,7 +408,9 @@ func (s *Server) chromiumJob(ctx context.Context, f *gotForm, route gotenbergRou
 		}
 		j.inputs = append(j.inputs, g)
 	}
-	j.options["main"] = "index.html"
+	if !web {
+		j.options["main"] = "index.html"
+	}
 
 	// Waits, both kinds.
 	if v, ok := f.fields["waitDelay"]; ok && v != "" {
@@ -410,9 +434,11 @@ func (s *Server) chromiumJob(ctx context.Context, f *gotForm, route gotenbergRou
 		j.options["wait_for_expression"] = v
 	}
 	f.unsupported("omitBackground", "pages keep their background", "false")
-	f.unsupported("userAgent", "pages load from the inputs only")
-	f.unsupported("cookies", "pages load from the inputs only", "[]")
-	f.unsupported("extraHttpHeaders", "pages load from the inputs only", "{}")
+	f.unsupported("userAgent", "pages load with Chromium's own")
+	f.unsupported("cookies", "not yet", "[]")
+	f.unsupported("extraHttpHeaders", "not yet", "{}")
+	f.unsupported("failOnResourceHttpStatusCodes", "not yet", "[]")
+	f.unsupported("failOnResourceLoadingFailed", "not yet", "false")
 	f.unsupported("emulatedMediaFeatures", "not yet", "[]")
 
 	if shot {
@@ -721,6 +747,15 @@ func (s *Server) gotenbergFail(w http.ResponseWriter, r *http.Request, trace str
 		if ge.msg == "" {
 			ge.msg = http.StatusText(ge.status)
 		}
+	}
+	switch errcode.ReasonOf(err) {
+	case "url_status":
+		// Gotenberg's answer to a page whose status it fails on.
+		ge.status, ge.msg = http.StatusConflict, "Invalid HTTP status code from the main page: "+errcode.MessageOf(err)
+	case "url_blocked":
+		ge.status, ge.msg = http.StatusForbidden, "Forbidden: "+errcode.MessageOf(err)
+	case "url_unreachable":
+		ge.status, ge.msg = http.StatusBadRequest, errcode.MessageOf(err)
 	}
 	noteReason(r, cmpErr(ge.cause, err))
 	if ge.cause != nil {

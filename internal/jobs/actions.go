@@ -103,7 +103,7 @@ func stampOf(dir string) string {
 var digestRE = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
 
 // profiles are the runtime profiles Berth defines.
-var profiles = []string{jobspec.ProfileBrowser, jobspec.ProfileOffice, jobspec.ProfilePDF}
+var profiles = []string{jobspec.ProfileBrowser, jobspec.ProfileOffice, jobspec.ProfilePDF, jobspec.ProfileWeb}
 
 // loadActions returns the built-ins and the bundles in dir ("" for none).
 // A bundle that fails verification is registered as invalid, so health

@@ -15,6 +15,7 @@ import (
 	"github.com/berthdev/berth/internal/apitype"
 	"github.com/berthdev/berth/internal/errcode"
 	"github.com/berthdev/berth/internal/jobspec"
+	"github.com/berthdev/berth/internal/netpolicy"
 	"github.com/berthdev/berth/internal/sandbox"
 )
 
@@ -150,7 +151,8 @@ func (p *runtimePool) giveBack(ctx context.Context, rt *runtime, tenant string, 
 	if rt.tenant == "" {
 		rt.tenant = tenant
 	}
-	if !reusable || rt.jobs >= p.s.cfg.Reuse || rt.tenant != tenant || ctx.Err() != nil {
+	// A web runtime is never reused: a page from the network ran in it.
+	if !reusable || rt.jobs >= p.s.cfg.Reuse || rt.tenant != tenant || ctx.Err() != nil || p.profile == jobspec.ProfileWeb {
 		p.s.discard(rt)
 		return
 	}
@@ -277,9 +279,16 @@ func (p *runtimePool) run(ctx context.Context) {
 func (s *Service) startRuntime(ctx context.Context, profile string, ahead bool) (*runtime, error) {
 	prof := s.profiles[profile]
 	start := time.Now()
-	sb, _, err := s.mgr.Create(ctx, sandbox.CreateSpec{
+	spec := sandbox.CreateSpec{
 		Runtime: s.cfg.Runtime, Internal: "job-" + profile, Resources: prof.Resources, Idle: &sandbox.IdlePolicy{},
-	})
+	}
+	if profile == jobspec.ProfileWeb {
+		// The URL actions' page comes from the network, through the
+		// daemon's egress policy: public addresses on the web's ports,
+		// never the host, a private network or a metadata service.
+		spec.Network = netpolicy.Policy{Mode: netpolicy.ModeEgress}
+	}
+	sb, _, err := s.mgr.Create(ctx, spec)
 	if err != nil {
 		return nil, errcode.Wrap(errcode.Unavailable, err, "starting a job sandbox failed")
 	}
@@ -303,7 +312,7 @@ func (s *Service) startRuntime(ctx context.Context, profile string, ahead bool) 
 	rt.agent = c
 	argv := []string{sandbox.BinaryInSandbox, "runner", "--profile", profile,
 		"--listen", "127.0.0.1:" + strconv.Itoa(jobspec.RunnerPort), "--in", jobspec.InputDir, "--out", jobspec.OutputDir}
-	if s.cfg.Reuse > 1 {
+	if s.cfg.Reuse > 1 && profile != jobspec.ProfileWeb {
 		argv = append(argv, "--jobs", strconv.Itoa(s.cfg.Reuse))
 	}
 	if s.cfg.Chromium != "" {

@@ -90,13 +90,16 @@ const DefaultRetention = 7 * 24 * time.Hour
 
 // DefaultPools keeps a browser runtime warm per CPU (at least two) and an
 // office runtime per two CPUs (at least one); a pdf runtime (qpdf,
-// exiftool: nothing to warm) starts with its job. Runtimes are started
+// exiftool: nothing to warm) and a web runtime (Chromium with egress, for
+// the URL actions: an operator opts in with --job-pool web=N) start with
+// their job. Runtimes are started
 // ahead at a low CPU weight (see poolCPUShares), so more of them never
 // slow a job that has one.
 var DefaultPools = defaultPools(goruntime.NumCPU())
 
 func defaultPools(cpus int) map[string]int {
-	return map[string]int{jobspec.ProfileBrowser: max(2, cpus), jobspec.ProfileOffice: max(1, cpus/2), jobspec.ProfilePDF: 0}
+	return map[string]int{jobspec.ProfileBrowser: max(2, cpus), jobspec.ProfileOffice: max(1, cpus/2), jobspec.ProfilePDF: 0,
+		jobspec.ProfileWeb: 0}
 }
 
 // Service queues, runs and reports jobs.
@@ -368,6 +371,13 @@ func (s *Service) profileProblem(profile string) string {
 		if _, err := os.Stat(jobspec.UNOModule); err != nil {
 			return "LibreOffice's Python UNO bindings (python3-uno, " + jobspec.UNOModule + ") are not installed"
 		}
+	case jobspec.ProfileWeb:
+		if why := s.profileProblem(jobspec.ProfileBrowser); why != "" {
+			return why
+		}
+		if s.mgr.Config().Network == nil {
+			return "this daemon serves no egress network (it was started with --egress=false, or not as root on Linux), and URL actions fetch their page through it"
+		}
 	case jobspec.ProfilePDF:
 		for _, prog := range []string{"qpdf", "exiftool"} {
 			if _, err := exec.LookPath(prog); err != nil {
@@ -531,10 +541,14 @@ func (s *Service) Submit(ctx context.Context, who Principal, req apitype.CreateJ
 	} else {
 		maps.Copy(problems, parsed.Validate(a.spec.Base))
 	}
-	if len(req.Inputs) == 0 {
+	takesInputs := a.spec.Inputs.MaxFiles > 0
+	if len(req.Inputs) == 0 && takesInputs {
 		problems["inputs"] = "at least one input is required"
 	}
-	if len(req.Inputs) > min(MaxInputs, a.spec.Inputs.MaxFiles) {
+	if len(req.Inputs) > 0 && !takesInputs {
+		problems["inputs"] = a.spec.Name + " takes no inputs: its page is options.url"
+	}
+	if takesInputs && len(req.Inputs) > min(MaxInputs, a.spec.Inputs.MaxFiles) {
 		problems["inputs"] = fmt.Sprintf("at most %d inputs for %s", min(MaxInputs, a.spec.Inputs.MaxFiles), a.spec.Name)
 	}
 	for name, in := range req.Inputs {
@@ -549,7 +563,7 @@ func (s *Service) Submit(ctx context.Context, who Principal, req apitype.CreateJ
 			problems["inputs."+name] = why
 		}
 	}
-	if len(problems) == 0 {
+	if len(problems) == 0 && takesInputs {
 		if main := mainInput(a, parsed, req.Inputs); main == "" {
 			problems["inputs"] = fmt.Sprintf("%s needs a main input with one of %s (or options.main naming one)",
 				a.spec.Name, strings.Join(a.spec.Inputs.Extensions, ", "))

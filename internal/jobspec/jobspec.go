@@ -13,9 +13,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/netip"
+	"net/url"
 	"reflect"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/berthdev/berth/internal/errcode"
@@ -46,6 +49,9 @@ const (
 	ProfileBrowser = "browser" // Chromium, already up in pooled sandboxes
 	ProfileOffice  = "office"  // LibreOffice, already up and listening in pooled sandboxes
 	ProfilePDF     = "pdf"     // qpdf and exiftool: nothing pre-started
+	// ProfileWeb is Chromium in a sandbox with egress (the daemon's egress
+	// policy): the URL actions, which fetch a page from the network.
+	ProfileWeb = "web"
 )
 
 // Built-in action names.
@@ -55,6 +61,10 @@ const (
 	HTMLPPTX    = "html-pptx"
 	MarkdownPDF = "markdown-pdf"
 	OfficePDF   = "office-pdf"
+
+	// URL actions (the web profile): a page fetched from the network.
+	URLPDF = "url-pdf"
+	URLPNG = "url-png"
 
 	// PDF engines (the pdf profile), for the Gotenberg-compatible routes.
 	PDFMerge         = "pdf-merge"
@@ -107,6 +117,10 @@ var Builtins = []Action{
 		Inputs: InputSchema{Extensions: []string{".docx", ".doc", ".odt", ".rtf", ".xlsx", ".xls", ".ods",
 			".csv", ".pptx", ".ppt", ".odp", ".txt"}, MaxFiles: 1},
 		Description: "Office documents to PDF through LibreOffice"},
+	{Name: URLPDF, Version: "1.0.0", Profile: ProfileWeb, Base: URLPDF, Output: "application/pdf",
+		Description: "a web page (options.url) to PDF through Chromium, fetched through the egress policy"},
+	{Name: URLPNG, Version: "1.0.0", Profile: ProfileWeb, Base: URLPNG, Output: "image/png",
+		Description: "a web page (options.url) to a PNG screenshot, fetched through the egress policy"},
 	{Name: PDFMerge, Version: "1.0.0", Profile: ProfilePDF, Base: PDFMerge, Output: "application/pdf",
 		Inputs:      InputSchema{Extensions: []string{".pdf"}, MaxFiles: 256},
 		Description: "PDFs merged into one with qpdf, in the alphanumeric order of their names"},
@@ -185,6 +199,14 @@ type Options struct {
 
 	// Main names the input to render when there are several.
 	Main string `json:"main,omitempty"`
+
+	// URL is the page the URL actions render (http or https).
+	URL string `json:"url,omitempty"`
+	// FailOnHTTPStatusCodes fails a URL action whose page answers one of
+	// these statuses; a code ending in 99 stands for its hundred (499:
+	// 400-499), as Gotenberg's failOnHttpStatusCodes. Nil is [499, 599];
+	// empty fails on none.
+	FailOnHTTPStatusCodes *[]int `json:"fail_on_http_status_codes,omitempty"`
 
 	// MarkdownTemplate makes the main HTML a template in which
 	// {{ toHTML "name.md" }} is that Markdown input rendered as HTML, as
@@ -308,9 +330,10 @@ func editDistance(a, b string) int {
 // ("options.scale": "must be between 0.1 and 2").
 func (o *Options) Validate(base string) map[string]string {
 	p := map[string]string{}
-	pdf := base == HTMLPDF || base == MarkdownPDF
-	shot := base == HTMLPNG || base == HTMLPPTX
+	pdf := base == HTMLPDF || base == MarkdownPDF || base == URLPDF
+	shot := base == HTMLPNG || base == HTMLPPTX || base == URLPNG
 	html := pdf || shot
+	web := base == URLPDF || base == URLPNG
 	only := func(ok bool, field string, set bool) {
 		if set && !ok {
 			p["options."+field] = "is not an option of " + base
@@ -333,7 +356,10 @@ func (o *Options) Validate(base string) map[string]string {
 	only(shot, "width", o.Width != 0)
 	only(shot, "height", o.Height != 0)
 	only(shot, "device_scale_factor", o.DeviceScaleFactor != 0)
-	only(base == HTMLPNG, "full_page", o.FullPage)
+	only(base == HTMLPNG || base == URLPNG, "full_page", o.FullPage)
+	only(web, "url", o.URL != "")
+	only(!web, "main", o.Main != "") // a URL action has no inputs
+	only(web, "fail_on_http_status_codes", o.FailOnHTTPStatusCodes != nil)
 	only(base == HTMLPPTX, "slide_selector", o.SlideSelector != "")
 	only(base == HTMLPPTX, "notes_selector", o.NotesSelector != "")
 	only(base == HTMLPPTX, "mode", o.Mode != "")
@@ -422,7 +448,102 @@ func (o *Options) Validate(base string) map[string]string {
 			p["options.main"] = err.Error()
 		}
 	}
+	if web {
+		if why := CheckURL(o.URL); why != "" {
+			p["options.url"] = why
+		}
+		for _, c := range o.FailOnCodes() {
+			if c < 100 || c > 599 {
+				p["options.fail_on_http_status_codes"] = "codes are between 100 and 599"
+			}
+		}
+	}
 	return p
+}
+
+// FailOnCodes returns the statuses a URL action fails on.
+func (o *Options) FailOnCodes() []int {
+	if o.FailOnHTTPStatusCodes == nil {
+		return []int{499, 599}
+	}
+	return *o.FailOnHTTPStatusCodes
+}
+
+// MaxURLBytes bounds a URL action's URL.
+const MaxURLBytes = 2048
+
+// CheckURL says what is wrong with a URL action's URL, or "". It is http
+// or https with a host, and not the sandbox's own loopback, where its
+// runner listens: everything else the job's egress policy decides.
+func CheckURL(raw string) string {
+	if raw == "" {
+		return "is required: the page to render"
+	}
+	if len(raw) > MaxURLBytes {
+		return fmt.Sprintf("at most %d bytes", MaxURLBytes)
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "is not a URL: " + err.Error()
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return "must be an http or https URL"
+	}
+	if u.Hostname() == "" {
+		return "must name a host"
+	}
+	if Loopback(u.Hostname()) {
+		return "must not be the job sandbox's own loopback (" + u.Hostname() + ")"
+	}
+	return ""
+}
+
+// Loopback reports whether host is the machine it is resolved on:
+// localhost, a name under .localhost, a loopback or unspecified address.
+func Loopback(host string) bool {
+	h := strings.TrimSuffix(strings.ToLower(strings.Trim(host, "[]")), ".")
+	if h == "localhost" || strings.HasSuffix(h, ".localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(h)
+	if err != nil {
+		// Chromium also takes 127.1, 0x7f.1 and 2130706433 as addresses.
+		if n, ok := legacyIPv4(h); ok {
+			return n>>24 == 127 || n == 0
+		}
+		return false
+	}
+	ip = ip.Unmap()
+	return ip.IsLoopback() || ip.IsUnspecified()
+}
+
+// legacyIPv4 parses the inet_aton forms of an IPv4 address a browser
+// takes: one to four parts, each decimal, octal (0...) or hex (0x...).
+func legacyIPv4(h string) (uint32, bool) {
+	parts := strings.Split(h, ".")
+	if len(parts) > 4 {
+		return 0, false
+	}
+	vals := make([]uint64, len(parts))
+	for i, part := range parts {
+		v, err := strconv.ParseUint(part, 0, 32)
+		if err != nil || part == "" {
+			return 0, false
+		}
+		vals[i] = v
+	}
+	last := vals[len(vals)-1]
+	var n uint64
+	for i, v := range vals[:len(vals)-1] {
+		if v > 255 {
+			return 0, false
+		}
+		n |= v << (24 - 8*i)
+	}
+	if last >= 1<<(32-8*(len(vals)-1)) {
+		return 0, false
+	}
+	return uint32(n | last), true
 }
 
 // CheckName checks an input or output file name: a relative path of

@@ -19,13 +19,16 @@ type OptionSpec struct {
 func bound(v float64) *float64 { return &v }
 
 var (
-	pdfActions  = []string{HTMLPDF, MarkdownPDF}
-	shotActions = []string{HTMLPNG, HTMLPPTX}
-	htmlActions = []string{HTMLPDF, MarkdownPDF, HTMLPNG, HTMLPPTX}
-	allActions  = []string{HTMLPDF, MarkdownPDF, HTMLPNG, HTMLPPTX, OfficePDF}
+	pdfActions  = []string{HTMLPDF, MarkdownPDF, URLPDF}
+	shotActions = []string{HTMLPNG, HTMLPPTX, URLPNG}
+	htmlActions = []string{HTMLPDF, MarkdownPDF, HTMLPNG, HTMLPPTX, URLPDF, URLPNG}
+	allActions  = []string{HTMLPDF, MarkdownPDF, HTMLPNG, HTMLPPTX, OfficePDF, URLPDF, URLPNG}
+	urlActions  = []string{URLPDF, URLPNG}
+	// inputActions take input files (the URL actions take none).
+	inputActions = []string{HTMLPDF, MarkdownPDF, HTMLPNG, HTMLPPTX, OfficePDF}
 	// pdfOfficeActions take the PDF options LibreOffice's export shares
 	// with Chromium's printToPDF; officeActions take LibreOffice's own.
-	pdfOfficeActions = []string{HTMLPDF, MarkdownPDF, OfficePDF}
+	pdfOfficeActions = []string{HTMLPDF, MarkdownPDF, OfficePDF, URLPDF}
 	officeActions    = []string{OfficePDF}
 	// pdfEngineActions take none of the options above.
 	pdfEngineActions = []string{PDFMerge, PDFSplit, PDFMetadataRead, PDFMetadataWrite}
@@ -58,7 +61,7 @@ var optionSpecs = []OptionSpec{
 		Description: "viewport height in CSS pixels (default 800 for PNG, 720 for PPTX)"}, Actions: shotActions},
 	{ActionOption: apitype.ActionOption{Name: "device_scale_factor", Type: "number", Min: bound(1), Max: bound(4),
 		Description: "device pixels per CSS pixel (default 1 for PNG, 2 for PPTX)"}, Actions: shotActions},
-	{ActionOption: apitype.ActionOption{Name: "full_page", Type: "boolean", Default: false, Description: "capture the whole page, not only the viewport"}, Actions: []string{HTMLPNG}},
+	{ActionOption: apitype.ActionOption{Name: "full_page", Type: "boolean", Default: false, Description: "capture the whole page, not only the viewport"}, Actions: []string{HTMLPNG, URLPNG}},
 	{ActionOption: apitype.ActionOption{Name: "slide_selector", Type: "string", Default: "section", MaxLength: 1024,
 		Description: `one slide per element matching this CSS selector; "page" for one per viewport-sized page`}, Actions: []string{HTMLPPTX}},
 	{ActionOption: apitype.ActionOption{Name: "notes_selector", Type: "string", Default: "aside.notes", MaxLength: 1024,
@@ -102,7 +105,12 @@ var optionSpecs = []OptionSpec{
 	{ActionOption: apitype.ActionOption{Name: "max_image_resolution", Type: "integer", Min: bound(75), Max: bound(1200),
 		Description: "reduce images to this many DPI (75, 150, 300, 600 or 1200); implies reduce_image_resolution"}, Actions: officeActions},
 	{ActionOption: apitype.ActionOption{Name: "main", Type: "string", MaxLength: 255,
-		Description: "the input to render when there are several (default: the action's main name, else the only input of its kinds)"}, Actions: allActions},
+		Description: "the input to render when there are several (default: the action's main name, else the only input of its kinds)"}, Actions: inputActions},
+	{ActionOption: apitype.ActionOption{Name: "url", Type: "string", MaxLength: MaxURLBytes,
+		Description: "the page to render (http or https; required), fetched through the daemon's egress policy"}, Actions: urlActions},
+	{ActionOption: apitype.ActionOption{Name: "fail_on_http_status_codes", Type: "array",
+		Description: "fail when the page answers one of these HTTP statuses; 499 stands for 400-499 (default [499, 599]; [] for none)"},
+		Actions: urlActions},
 }
 
 // OptionSpecs returns the options action base takes, in reading order.
@@ -135,6 +143,9 @@ func makeSchema(base string) json.RawMessage {
 	props := map[string]any{}
 	for _, o := range OptionSpecs(base) {
 		p := map[string]any{"type": o.Type, "description": o.Description}
+		if o.Type == "array" {
+			p["items"] = map[string]any{"type": "integer"}
+		}
 		if o.Default != nil {
 			p["default"] = o.Default
 		}

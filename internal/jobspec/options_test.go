@@ -11,7 +11,7 @@ import (
 )
 
 var bases = []string{jobspec.HTMLPDF, jobspec.MarkdownPDF, jobspec.HTMLPNG, jobspec.HTMLPPTX, jobspec.OfficePDF,
-	jobspec.PDFMerge, jobspec.PDFSplit, jobspec.PDFMetadataRead, jobspec.PDFMetadataWrite}
+	jobspec.URLPDF, jobspec.URLPNG, jobspec.PDFMerge, jobspec.PDFSplit, jobspec.PDFMetadataRead, jobspec.PDFMetadataWrite}
 
 // TestOptionSpecsMatchOptions: every field of Options is described once,
 // with its JSON type, and each action takes exactly the options listed for
@@ -26,7 +26,8 @@ func TestOptionSpecsMatchOptions(t *testing.T) {
 		}
 	}
 	typ := reflect.TypeFor[jobspec.Options]()
-	kinds := map[reflect.Kind]string{reflect.String: "string", reflect.Float64: "number", reflect.Int: "integer", reflect.Bool: "boolean", reflect.Map: "object"}
+	kinds := map[reflect.Kind]string{reflect.String: "string", reflect.Float64: "number", reflect.Int: "integer", reflect.Bool: "boolean", reflect.Map: "object",
+		reflect.Slice: "array"}
 	for i := range typ.NumField() {
 		f := typ.Field(i)
 		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
@@ -79,6 +80,10 @@ func sample(o jobspec.OptionSpec) any {
 		return true
 	case o.Type == "object":
 		return map[string]any{"Title": "x"}
+	case o.Type == "array":
+		return []int{404}
+	case o.Name == "url":
+		return "https://example.com/"
 	case o.Type == "string" && o.Name == "page_ranges":
 		return "1-2"
 	case o.Type == "string":
@@ -120,5 +125,41 @@ func TestOptionsSchema(t *testing.T) {
 	// main, landscape, page_ranges and LibreOffice's eight PDF options.
 	if n := len(jobspec.OptionSpecs(jobspec.OfficePDF)); n != 11 {
 		t.Errorf("office-pdf takes %d options, want 11", n)
+	}
+}
+
+// TestCheckURL: a URL action's page is http or https with a host, and
+// never the job sandbox's own loopback, however it is spelled.
+func TestCheckURL(t *testing.T) {
+	for raw, ok := range map[string]bool{
+		"https://example.com/a?b=c":    true,
+		"http://www.test.example:8080": true,
+		"http://198.51.100.10/":        true,
+		"http://[2001:db8::1]/":        true,
+		"http://127.1.2.3.example/":    true, // a name, resolved by the egress policy
+		"":                             false,
+		"file:///etc/passwd":           false,
+		"javascript:alert(1)":          false,
+		"ftp://example.com/":           false,
+		"http:///path":                 false,
+		"http://localhost:7777/":       false,
+		"http://LOCALHOST./":           false,
+		"http://runner.localhost/":     false,
+		"http://127.0.0.1:7777/":       false,
+		"http://127.1/":                false,
+		"http://2130706433/":           false,
+		"http://0x7f.0.0.1/":           false,
+		"http://0177.0.0.1/":           false,
+		"http://0.0.0.0/":              false,
+		"http://0/":                    false,
+		"http://[::1]:7777/":           false,
+		"http://[::ffff:127.0.0.1]/":   false,
+		"http://[::]/":                 false,
+		"https://" + strings.Repeat("a", jobspec.MaxURLBytes) + ".example/": false,
+	} {
+		why := jobspec.CheckURL(raw)
+		if (why == "") != ok {
+			t.Errorf("CheckURL(%.60q) = %q, want ok=%v", raw, why, ok)
+		}
 	}
 }

@@ -36,6 +36,9 @@ type chrome struct {
 	// oneJob: the runtime serves a single job, and Chromium runs as one
 	// process (see allocatorOptions).
 	oneJob bool
+	// web: the runtime is the web profile's, in a sandbox with egress; a
+	// job's page may reach the network (see site.answer).
+	web bool
 
 	// site is the job whose requests are served; nil between jobs, when
 	// every request is refused.
@@ -88,7 +91,11 @@ const interceptWorkers = 8
 // without asking it to exit. One process has one browser context, so a
 // runtime that serves several jobs (each in a fresh browser context) keeps
 // the processes.
-func allocatorOptions(exe string, oneJob bool) []chromedp.ExecAllocatorOption {
+//
+// A web runtime's Chromium has no dead proxy: its pages reach the network
+// through the sandbox's egress (the daemon's policy), and the interception
+// refuses the sandbox's own loopback, where the runner listens.
+func allocatorOptions(exe string, oneJob, web bool) []chromedp.ExecAllocatorOption {
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(exe),
 		chromedp.NoSandbox,
@@ -105,15 +112,17 @@ func allocatorOptions(exe string, oneJob bool) []chromedp.ExecAllocatorOption {
 		chromedp.Flag("mute-audio", true),
 		// Pages may not open windows (the default list allows it).
 		chromedp.Flag("disable-popup-blocking", false),
-		// Behind the interception, a second wall: anything that escapes it
-		// (a WebSocket, say, which Fetch does not see) goes to a proxy that
-		// is not there, loopback included.
-		chromedp.Flag("proxy-server", "http://127.0.0.1:9"),
-		chromedp.Flag("proxy-bypass-list", "<-loopback>"),
 		chromedp.Flag("force-webrtc-ip-handling-policy", "disable_non_proxied_udp"),
 		// chromedp puts the profile in a new directory under os.TempDir()
 		// and removes it, and any process left on it, when the browser ends.
 	)
+	if !web {
+		// Behind the interception, a second wall: anything that escapes it
+		// (a WebSocket, say, which Fetch does not see) goes to a proxy that
+		// is not there, loopback included.
+		opts = append(opts, chromedp.Flag("proxy-server", "http://127.0.0.1:9"),
+			chromedp.Flag("proxy-bypass-list", "<-loopback>"))
+	}
 	if oneJob {
 		opts = append(opts, chromedp.Flag("single-process", true), chromedp.Flag("no-zygote", true))
 	}
@@ -122,10 +131,10 @@ func allocatorOptions(exe string, oneJob bool) []chromedp.ExecAllocatorOption {
 
 // startChrome launches Chromium, turns on the interception and makes the
 // first job's tab.
-func startChrome(ctx context.Context, exe string, oneJob bool, log *slog.Logger) (*chrome, error) {
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), allocatorOptions(exe, oneJob)...)
+func startChrome(ctx context.Context, exe string, oneJob, web bool, log *slog.Logger) (*chrome, error) {
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), allocatorOptions(exe, oneJob, web)...)
 	bctx, cancelCtx := chromedp.NewContext(allocCtx)
-	c := &chrome{log: log, ctx: bctx, oneJob: oneJob, next: make(chan tabResult, 1)}
+	c := &chrome{log: log, ctx: bctx, oneJob: oneJob, web: web, next: make(chan tabResult, 1)}
 	c.cancel = func() {
 		cancelCtx()
 		cancelAlloc()

@@ -59,6 +59,7 @@ func (c *chrome) render(ctx context.Context, j *job, in *os.Root, outDir string)
 		return nil, browserCrashed(why)
 	}
 	s := newSite(in, "")
+	s.web = c.web
 	pageName := j.main
 	if j.action == jobspec.MarkdownPDF {
 		b, err := markdownPage(in, j.main)
@@ -128,6 +129,12 @@ type pageRun struct {
 	crashed  bool
 	inflight map[network.RequestID]bool
 	lastNet  time.Time
+	// The page's own response (URL actions): its status, and the egress
+	// policy's refusal when Berth answered in the destination's place.
+	mainStatus     int64
+	mainStatusText string
+	mainURL        string
+	mainRefusal    string
 }
 
 // failure turns a page's error into the job's: a gone browser or a
@@ -167,7 +174,11 @@ func (p *pageRun) run(pageName string) (jobspec.Output, error) {
 			return jobspec.Output{}, err
 		}
 	}
-	if err := p.load(siteURL(pageName)); err != nil {
+	if p.web() {
+		if err := p.loadURL(); err != nil {
+			return jobspec.Output{}, err
+		}
+	} else if err := p.load(siteURL(pageName)); err != nil {
 		return jobspec.Output{}, err
 	}
 	if err := p.wait(); err != nil {
@@ -175,9 +186,9 @@ func (p *pageRun) run(pageName string) (jobspec.Output, error) {
 	}
 	p.loaded = time.Now()
 	switch p.j.action {
-	case jobspec.HTMLPDF, jobspec.MarkdownPDF:
+	case jobspec.HTMLPDF, jobspec.MarkdownPDF, jobspec.URLPDF:
 		return p.pdf()
-	case jobspec.HTMLPNG:
+	case jobspec.HTMLPNG, jobspec.URLPNG:
 		return p.png()
 	case jobspec.HTMLPPTX:
 		return p.pptx()
@@ -197,6 +208,13 @@ func (p *pageRun) onEvent(ev any) {
 		p.inflight[e.RequestID] = true
 		p.lastNet = time.Now()
 		p.mu.Unlock()
+	case *network.EventResponseReceived:
+		if e.Type == network.ResourceTypeDocument && e.FrameID == p.s.mainFrame && e.Response != nil {
+			p.mu.Lock()
+			p.mainStatus, p.mainStatusText, p.mainURL = e.Response.Status, e.Response.StatusText, e.Response.URL
+			p.mainRefusal = headerValue(e.Response.Headers, "X-Berth-Reason")
+			p.mu.Unlock()
+		}
 	case *network.EventLoadingFinished:
 		p.netDone(e.RequestID)
 	case *network.EventLoadingFailed:
@@ -234,7 +252,7 @@ func (p *pageRun) netDone(id network.RequestID) {
 func (p *pageRun) viewport() (w, h int64, dsf float64) {
 	o := p.j.opts
 	switch p.j.action {
-	case jobspec.HTMLPNG:
+	case jobspec.HTMLPNG, jobspec.URLPNG:
 		w, h, dsf = defaultPNGWidth, defaultPNGHeight, 1
 	case jobspec.HTMLPPTX:
 		w, h, dsf = defaultPPTXWidth, defaultPPTXHeight, defaultPPTXScale

@@ -42,7 +42,7 @@ import (
 
 // Config configures a Runner.
 type Config struct {
-	Profile             string // jobspec.ProfileBrowser or jobspec.ProfileOffice
+	Profile             string // jobspec.ProfileBrowser, ProfileWeb, ProfileOffice or ProfilePDF
 	InputDir, OutputDir string // default jobspec.InputDir and jobspec.OutputDir
 	// Chromium is the browser; "" finds chromium-headless-shell,
 	// /usr/lib/chromium/chromium-headless-shell, then chromium.
@@ -108,7 +108,7 @@ func New(cfg Config) (*Runner, error) {
 		cfg.OutputDir = jobspec.OutputDir
 	}
 	switch cfg.Profile {
-	case jobspec.ProfileBrowser:
+	case jobspec.ProfileBrowser, jobspec.ProfileWeb:
 		if cfg.Chromium == "" {
 			cfg.Chromium = browser.FindChromium()
 		}
@@ -132,7 +132,8 @@ func New(cfg Config) (*Runner, error) {
 		}
 		return &Runner{cfg: cfg, log: cfg.Logger, pdf: t}, nil
 	default:
-		return nil, fmt.Errorf("profile %q: must be %s, %s or %s", cfg.Profile, jobspec.ProfileBrowser, jobspec.ProfileOffice, jobspec.ProfilePDF)
+		return nil, fmt.Errorf("profile %q: must be %s, %s, %s or %s", cfg.Profile, jobspec.ProfileBrowser, jobspec.ProfileWeb,
+			jobspec.ProfileOffice, jobspec.ProfilePDF)
 	}
 	return &Runner{cfg: cfg, log: cfg.Logger}, nil
 }
@@ -160,8 +161,9 @@ func (r *Runner) Start(ctx context.Context) error {
 	r.mu.Unlock()
 	t0 := time.Now()
 	switch r.cfg.Profile {
-	case jobspec.ProfileBrowser:
-		c, err := startChrome(ctx, r.cfg.Chromium, r.cfg.Jobs <= 1, r.log)
+	case jobspec.ProfileBrowser, jobspec.ProfileWeb:
+		web := r.cfg.Profile == jobspec.ProfileWeb
+		c, err := startChrome(ctx, r.cfg.Chromium, r.cfg.Jobs <= 1 || web, web, r.log)
 		if err != nil {
 			return fmt.Errorf("starting Chromium: %w", err)
 		}
@@ -390,6 +392,13 @@ func problems(p map[string]string) string {
 
 // run does a checked job.
 func (r *Runner) run(ctx context.Context, j *job) (*jobspec.Result, error) {
+	web := j.action == jobspec.URLPDF || j.action == jobspec.URLPNG
+	if web {
+		// A URL action has no inputs, so nothing made the directory.
+		if err := os.MkdirAll(r.cfg.InputDir, 0o755); err != nil {
+			return nil, fail(http.StatusServiceUnavailable, "render_failed", "the input directory cannot be made: %v", err)
+		}
+	}
 	in, err := os.OpenRoot(r.cfg.InputDir)
 	if err != nil {
 		return nil, fail(http.StatusUnprocessableEntity, "invalid_input", "the input directory cannot be opened: %v", err)
@@ -398,8 +407,10 @@ func (r *Runner) run(ctx context.Context, j *job) (*jobspec.Result, error) {
 	if r.cfg.Profile == jobspec.ProfilePDF {
 		return r.pdf.engine(ctx, j, in, r.cfg.InputDir, r.cfg.OutputDir)
 	}
-	if err := j.resolveMain(in); err != nil {
-		return nil, err
+	if !web {
+		if err := j.resolveMain(in); err != nil {
+			return nil, err
+		}
 	}
 	if err := os.MkdirAll(r.cfg.OutputDir, 0o755); err != nil {
 		return nil, fail(http.StatusServiceUnavailable, "render_failed", "the output directory cannot be made: %v", err)
@@ -408,7 +419,7 @@ func (r *Runner) run(ctx context.Context, j *job) (*jobspec.Result, error) {
 	c, o := r.chrome, r.office
 	r.mu.Unlock()
 	switch j.action {
-	case jobspec.HTMLPDF, jobspec.HTMLPNG, jobspec.HTMLPPTX, jobspec.MarkdownPDF:
+	case jobspec.HTMLPDF, jobspec.HTMLPNG, jobspec.HTMLPPTX, jobspec.MarkdownPDF, jobspec.URLPDF, jobspec.URLPNG:
 		if c == nil {
 			return nil, fail(http.StatusServiceUnavailable, "closed", "the runner is shutting down")
 		}

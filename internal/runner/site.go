@@ -17,6 +17,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/berthdev/berth/internal/browser"
+	"github.com/berthdev/berth/internal/jobspec"
 )
 
 // siteHost is the origin a job's inputs are served at:
@@ -38,6 +39,10 @@ type site struct {
 	// mainFrame is the job's tab: its navigation away from berth.job is
 	// answered 204 No Content, so the page stays what it was.
 	mainFrame cdp.FrameID
+	// web lets requests through to the network (a URL action in a web
+	// runtime, whose sandbox's egress policy decides): http and https,
+	// never the sandbox's own loopback.
+	web bool
 
 	// mu guards blocked and seen.
 	mu      sync.Mutex
@@ -85,6 +90,10 @@ func (s *site) answer(ctx context.Context, ev fetch.EventRequestPaused) error {
 		status, hdr, body := s.serve(ev.Request.Method, u.Path)
 		_, err := chromedp.CallBrowser(ctx, fetch.FulfillRequest, fetch.FulfillRequestParams{
 			RequestID: ev.RequestID, ResponseCode: int64(status), ResponseHeaders: hdr, Body: body})
+		return err
+	}
+	if s.web && err == nil && (u.Scheme == "http" || u.Scheme == "https") && !jobspec.Loopback(u.Hostname()) {
+		_, err := chromedp.CallBrowser(ctx, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: ev.RequestID})
 		return err
 	}
 	s.block(ev.Request.URL)

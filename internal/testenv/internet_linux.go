@@ -154,6 +154,19 @@ func NewInternet(t testing.TB) *Internet {
 		in.mu.Unlock()
 		fmt.Fprintf(w, "hello from the test internet (%s)\n", r.Host)
 	})
+	mux.HandleFunc("/status/{code}", func(w http.ResponseWriter, r *http.Request) {
+		code, err := strconv.Atoi(r.PathValue("code"))
+		if err != nil || code < 200 || code > 599 {
+			code = http.StatusBadRequest
+		}
+		w.WriteHeader(code)
+		fmt.Fprintf(w, "status %d from the test internet\n", code)
+	})
+	mux.HandleFunc("/html", func(w http.ResponseWriter, r *http.Request) {
+		// The page is the query's body: a test's own HTML, from the internet.
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		_, _ = io.WriteString(w, r.URL.Query().Get("body"))
+	})
 	mux.HandleFunc("/redirect", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "http://169.254.169.254/latest/meta-data/", http.StatusFound)
 	})
