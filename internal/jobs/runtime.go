@@ -327,7 +327,8 @@ func (s *Service) startRuntime(ctx context.Context, profile string, ahead bool) 
 	}
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		h, err := runnerHealth(ctx, c)
+		// Once the runner listens, one request waits for it to be ready.
+		h, err := runnerHealthWait(ctx, c, max(time.Until(deadline), 0))
 		if err == nil && h.RunnerAPI == jobspec.RunnerAPI {
 			cpu, _ := s.mgr.CPUUsage(ctx, sb.ID)
 			if cpu > 0 {
@@ -396,10 +397,20 @@ func runnerRequest(ctx context.Context, c *agent.Client, method, path string, bo
 }
 
 func runnerHealth(ctx context.Context, c *agent.Client) (jobspec.Health, error) {
+	return runnerHealthWait(ctx, c, 0)
+}
+
+// runnerHealthWait asks the runner's health; a runner still starting
+// answers when it is ready or after wait.
+func runnerHealthWait(ctx context.Context, c *agent.Client, wait time.Duration) (jobspec.Health, error) {
 	var h jobspec.Health
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, wait+2*time.Second)
 	defer cancel()
-	resp, err := runnerRequest(ctx, c, http.MethodGet, "/healthz", nil)
+	p := "/healthz"
+	if wait > 0 {
+		p += "?wait=" + strconv.FormatInt(wait.Milliseconds(), 10)
+	}
+	resp, err := runnerRequest(ctx, c, http.MethodGet, p, nil)
 	if err != nil {
 		return h, err
 	}

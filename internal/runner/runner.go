@@ -30,6 +30,7 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -94,7 +95,14 @@ type Runner struct {
 	office  *office  // office profile, after Start
 	pdf     pdfTools // pdf profile
 	version string   // Chromium's version, once up
+
+	// settled is closed when Start has ended, either way, or Stop was
+	// called: a health check that waits for readiness waits for it.
+	settled    chan struct{}
+	settleOnce sync.Once
 }
+
+func (r *Runner) settle() { r.settleOnce.Do(func() { close(r.settled) }) }
 
 // New returns a Runner for cfg. It starts nothing: see Start.
 func New(cfg Config) (*Runner, error) {
@@ -130,12 +138,12 @@ func New(cfg Config) (*Runner, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &Runner{cfg: cfg, log: cfg.Logger, pdf: t}, nil
+		return &Runner{cfg: cfg, log: cfg.Logger, pdf: t, settled: make(chan struct{})}, nil
 	default:
 		return nil, fmt.Errorf("profile %q: must be %s, %s, %s or %s", cfg.Profile, jobspec.ProfileBrowser, jobspec.ProfileWeb,
 			jobspec.ProfileOffice, jobspec.ProfilePDF)
 	}
-	return &Runner{cfg: cfg, log: cfg.Logger}, nil
+	return &Runner{cfg: cfg, log: cfg.Logger, settled: make(chan struct{})}, nil
 }
 
 func findCommand(names ...string) string {
@@ -159,6 +167,7 @@ func (r *Runner) Start(ctx context.Context) error {
 	}
 	r.started = true
 	r.mu.Unlock()
+	defer r.settle()
 	t0 := time.Now()
 	switch r.cfg.Profile {
 	case jobspec.ProfileBrowser, jobspec.ProfileWeb:
@@ -206,6 +215,7 @@ func (r *Runner) Start(ctx context.Context) error {
 func (r *Runner) Stop(context.Context) error {
 	r.mu.Lock()
 	r.closed, r.ready = true, false
+	r.settle()
 	c, o := r.chrome, r.office
 	r.chrome, r.office = nil, nil
 	r.mu.Unlock()
@@ -248,7 +258,23 @@ func (r *Runner) health() (jobspec.Health, error) {
 	return h, nil
 }
 
+// maxHealthWait bounds GET /healthz?wait=MS.
+const maxHealthWait = 60 * time.Second
+
+// handleHealth answers the runner's health. With ?wait=MS a runner that
+// is still starting answers once it is ready (or has failed), or when MS
+// have passed: the daemon asks once instead of polling while Chromium or
+// LibreOffice starts, which cost CPU in the sandbox and in the daemon.
 func (r *Runner) handleHealth(w http.ResponseWriter, req *http.Request) {
+	if ms, err := strconv.Atoi(req.URL.Query().Get("wait")); err == nil && ms > 0 {
+		t := time.NewTimer(min(time.Duration(ms)*time.Millisecond, maxHealthWait))
+		select {
+		case <-r.settled:
+		case <-t.C:
+		case <-req.Context().Done():
+		}
+		t.Stop()
+	}
 	h, err := r.health()
 	status := http.StatusOK
 	if err != nil {
