@@ -51,14 +51,17 @@ type UIDRegistry struct {
 	path         string
 	first, count int
 	// inUse returns the uids (real, effective, saved, file system; and
-	// gids) of every process on the host.
+	// gids) of every process on the host: Lease and Reconcile read them.
 	inUse func() (map[int]bool, error)
+	// holders returns the processes whose effective uid or gid is the
+	// one given: Release reads them (see processesAs).
+	holders func(int) ([]int, error)
 }
 
 // NewUIDRegistry returns the registry in the file at path, handing out uids
 // first to first+count-1. The file and its directory are made on first use.
 func NewUIDRegistry(path string, first, count int) *UIDRegistry {
-	return &UIDRegistry{path: path, first: first, count: count, inUse: processUIDs}
+	return &UIDRegistry{path: path, first: first, count: count, inUse: processUIDs, holders: processesAs}
 }
 
 // UIDLease is one uid held for one sandbox of one data directory.
@@ -169,6 +172,13 @@ func (r *UIDRegistry) Lease(dataDir, sandboxID string, exclude map[int]bool) (in
 // dataDir (an entry named by its id, one or two levels down: its sandbox
 // directory, or a copy moved aside). It reports whether the lease ended (or
 // was not there); a held lease stays for a later Release or Reconcile.
+//
+// A process runs as uid here if its effective uid or gid is uid, which
+// sees every process of a sandbox (whose ids are all its uid, see
+// processesAs) at the cost of a stat per process. A process of something
+// else that holds uid only as its real, saved or file-system id does not
+// hold the lease; Lease, which reads all of them, still never hands uid
+// out while it lives.
 func (r *UIDRegistry) Release(uid int, dataDir, sandboxID string) (bool, error) {
 	released := true
 	err := r.update(false, func(s *uidState) (bool, error) {
@@ -176,11 +186,11 @@ func (r *UIDRegistry) Release(uid int, dataDir, sandboxID string) (bool, error) 
 		if !ok || s.Leases[i].DataDir != dataDir || s.Leases[i].SandboxID != sandboxID {
 			return false, nil // another's, or released already
 		}
-		busy, err := r.inUse()
+		pids, err := r.holders(uid)
 		if err != nil {
 			return false, err
 		}
-		if busy[uid] || leftOver(dataDir, sandboxID) {
+		if len(pids) > 0 || leftOver(dataDir, sandboxID) {
 			released = false
 			return false, nil
 		}
@@ -332,15 +342,21 @@ func readAll(f *os.File) ([]byte, error) {
 
 // releaseUID ends sb's uid lease after its record is gone. The sandbox's
 // processes were killed, but the last may still be exiting, or a zombie
-// its parent has not reaped yet (a zombie counts against RLIMIT_NPROC):
-// a held lease is retried in the background for a while, then left to
-// Run's periodic reconcile.
+// its parent has not reaped yet (a zombie counts against RLIMIT_NPROC).
+// Those found at once are waited for one by one (a stat of each /proc/PID,
+// no lock and no pass over every process); once they are gone, Release
+// checks every process again, once. A held lease is retried in the
+// background for a while, then left to Run's periodic reconcile.
 func (m *Manager) releaseUID(ctx context.Context, sb *Sandbox) {
-	if sb.UID == 0 || m.tryReleaseUID(ctx, sb) {
+	if sb.UID == 0 {
+		return
+	}
+	pids, err := m.uids.holders(sb.UID)
+	if err == nil && len(pids) == 0 && m.tryReleaseUID(ctx, sb) {
 		return
 	}
 	m.wg.Go(func() {
-		for wait := 50 * time.Millisecond; wait < uidReconcileInterval; wait *= 2 {
+		for wait, waited := 10*time.Millisecond, time.Duration(0); waited < uidReconcileInterval; wait = min(2*wait, 5*time.Second) {
 			t := time.NewTimer(wait)
 			select {
 			case <-m.bg.Done():
@@ -348,9 +364,14 @@ func (m *Manager) releaseUID(ctx context.Context, sb *Sandbox) {
 				return
 			case <-t.C:
 			}
+			waited += wait
+			if pids = stillAs(pids, sb.UID); len(pids) > 0 {
+				continue
+			}
 			if m.tryReleaseUID(m.bg, sb) {
 				return
 			}
+			pids, _ = m.uids.holders(sb.UID) // new ones, or left files
 		}
 		m.log.InfoContext(m.bg, "sandbox uid held until its processes are gone", "sandbox_id", sb.ID, "uid", sb.UID)
 	})

@@ -2,14 +2,17 @@ package sandbox_test
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -316,4 +319,105 @@ func TestUIDRegistryBoundedFile(t *testing.T) {
 	if got := leaseOrFatal(t, r, dataDir, "sbx_again"); got != first {
 		t.Errorf("Lease after the range is used up = %d, want %d, released longest ago", got, first)
 	}
+}
+
+// TestUIDRegistrySeesEveryCredential: Release looks at each process's
+// effective uid and gid only (the owner of /proc/PID) and Lease at all four
+// uids and gids (its status). A non-dumpable process, whose /proc files
+// the kernel gives to root, still holds its lease; a process that has a uid
+// or gid only as its real one (its effective ones root's) keeps Lease from
+// handing either out. Each is let go once the process is gone.
+func TestUIDRegistrySeesEveryCredential(t *testing.T) {
+	testenv.OnePass(t)
+	t.Parallel()
+	testenv.NeedLinux(t)
+	testenv.NeedRoot(t)
+	setpriv := testenv.NeedCommand(t, "setpriv")
+	const testUIDs = testUIDs + 200_000
+	r := sandbox.NewUIDRegistry(filepath.Join(t.TempDir(), "uids"), testUIDs, 3)
+	dataDir := t.TempDir()
+	// start runs the command newCmd makes until it has exec'd.
+	start := func(t *testing.T, newCmd func() *exec.Cmd) (pid int, stop func()) {
+		t.Helper()
+		// A file just written may still be open for writing in a child
+		// another test forked meanwhile, until that child's exec: ETXTBSY.
+		cmd := newCmd()
+		err := cmd.Start()
+		for i := 0; errors.Is(err, syscall.ETXTBSY) && i < 100; i++ {
+			time.Sleep(10 * time.Millisecond)
+			cmd = newCmd()
+			err = cmd.Start()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := false
+		stop = func() {
+			if !done {
+				done = true
+				_ = cmd.Process.Kill()
+				_ = cmd.Wait()
+			}
+		}
+		t.Cleanup(stop)
+		testenv.Eventually(t, 5*time.Second, "the process exec'd", func() bool {
+			b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", cmd.Process.Pid))
+			return string(b) == "sleep\n"
+		})
+		return cmd.Process.Pid, stop
+	}
+
+	t.Run("non-dumpable", func(t *testing.T) {
+		uid := leaseOrFatal(t, r, dataDir, "sbx_nd")
+		// Exec'ing a file one may not read makes a process non-dumpable.
+		dir, err := os.MkdirTemp("", "berth-uid-test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(dir) })
+		b, err := os.ReadFile(testenv.NeedCommand(t, "sleep"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		bin := filepath.Join(dir, "sleep")
+		if err := os.WriteFile(bin, b, 0o711); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		pid, stop := start(t, func() *exec.Cmd {
+			cmd := exec.Command(bin, "1000")
+			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid)}}
+			return cmd
+		})
+		var st syscall.Stat_t
+		if err := syscall.Stat(fmt.Sprintf("/proc/%d/status", pid), &st); err != nil || st.Uid != 0 {
+			t.Fatalf("the process's status file is owned by %d (%v), want 0: it is not non-dumpable, the test proves nothing", st.Uid, err)
+		}
+		if releaseOrFatal(t, r, uid, dataDir, "sbx_nd") {
+			t.Errorf("Release of %d with a non-dumpable process of it alive = released, want held", uid)
+		}
+		stop()
+		if !releaseOrFatal(t, r, uid, dataDir, "sbx_nd") {
+			t.Errorf("Release of %d after its process is gone = held, want released", uid)
+		}
+	})
+
+	t.Run("real ids only", func(t *testing.T) {
+		// A range of two uids: one the process's real uid, the other its
+		// real gid; its effective, saved and file-system ids are root's.
+		first := testUIDs + 10
+		r := sandbox.NewUIDRegistry(filepath.Join(t.TempDir(), "uids"), first, 2)
+		_, stop := start(t, func() *exec.Cmd {
+			return exec.Command(setpriv, "--ruid", strconv.Itoa(first), "--rgid", strconv.Itoa(first+1), "--keep-groups", "sleep", "1000")
+		})
+		if uid, err := r.Lease(dataDir, "sbx_real", nil); errcode.ReasonOf(err) != "uid_range_exhausted" {
+			t.Errorf("Lease with a process whose real uid is %d and real gid %d = %d (%v), want reason uid_range_exhausted", first, first+1, uid, err)
+		}
+		stop()
+		if uid := leaseOrFatal(t, r, dataDir, "sbx_real"); uid != first {
+			t.Errorf("Lease after the process is gone = %d, want %d", uid, first)
+		}
+	})
 }
