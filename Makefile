@@ -53,14 +53,22 @@ test bench: export BERTH_BIN := $(CURDIR)/$(BIN)
 # timed NAME: prefix for a recipe line that prints how long it took.
 timed = start=$$SECONDS; trap 'echo "make test: pass \"$(1)\" took $$((SECONDS - start))s"' EXIT;
 
+# testtimes: what go test -json reports, printed as go test prints it, then
+# each package's slowest tests (internal/testtimes). It fails when go test
+# would.
+TESTTIMES := bin/testtimes
+
 ## test: vet, then every test with the race detector.
-# Each pass prints how long it took.
+# Each pass prints how long it took and its slowest tests. Tests whose
+# subject does not depend on the sandbox runtime run only in the first pass
+# (testenv.OnePass, docs/ARCHITECTURE.md's Testing).
 test: deps build runsc
 	go vet ./...
-	$(call timed,all packages) go test -race -count=1 -timeout 30m ./...
+	go build -o $(TESTTIMES) ./internal/testtimes
+	$(call timed,all packages) go test -json -race -count=1 -timeout 30m ./... | $(TESTTIMES)
 	# The end-to-end suites again, on every isolated runtime.
-	$(call timed,container) BERTH_TEST_RUNTIME=container go test -race -count=1 -timeout 30m ./internal/daemon/ ./cmd/berth/
-	$(call timed,gvisor) BERTH_TEST_RUNTIME=gvisor go test -race -count=1 -timeout 30m ./internal/daemon/ ./cmd/berth/
+	$(call timed,container) BERTH_TEST_RUNTIME=container go test -json -race -count=1 -timeout 30m ./internal/daemon/ ./cmd/berth/ | $(TESTTIMES)
+	$(call timed,gvisor) BERTH_TEST_RUNTIME=gvisor go test -json -race -count=1 -timeout 30m ./internal/daemon/ ./cmd/berth/ | $(TESTTIMES)
 
 ## bench: the benchmarks in internal/bench.
 bench: build

@@ -136,6 +136,7 @@ func (c *cli) newSandbox() string {
 
 // TestTour runs the README's five-minute tour.
 func TestTour(t *testing.T) {
+	testenv.OnePass(t)
 	t.Parallel()
 	d := testenv.StartDaemon(t, nil)
 	c := newCLI(t, d)
@@ -168,6 +169,7 @@ func TestTour(t *testing.T) {
 }
 
 func TestExecExitCodes(t *testing.T) {
+	testenv.OnePass(t)
 	t.Parallel()
 	d := testenv.StartDaemon(t, nil)
 	c := newCLI(t, d)
@@ -259,6 +261,7 @@ func sleeps(t *testing.T, d *testenv.Daemon, id, secs string) int {
 // one first sees its sleep running, so "none left" cannot come from a
 // broken probe.
 func TestExecTimeoutAndCancel(t *testing.T) {
+	testenv.OnePass(t)
 	t.Parallel()
 	d := testenv.StartDaemon(t, nil)
 	c := newCLI(t, d)
@@ -308,6 +311,7 @@ func TestExecTimeoutAndCancel(t *testing.T) {
 }
 
 func TestFS(t *testing.T) {
+	testenv.OnePass(t)
 	t.Parallel()
 	d := testenv.StartDaemon(t, nil)
 	c := newCLI(t, d)
@@ -384,6 +388,7 @@ func TestFS(t *testing.T) {
 }
 
 func TestSandboxCommands(t *testing.T) {
+	testenv.OnePass(t)
 	t.Parallel()
 	d := testenv.StartDaemon(t, nil)
 	c := newCLI(t, d)
@@ -426,6 +431,7 @@ func TestSandboxCommands(t *testing.T) {
 }
 
 func TestKeys(t *testing.T) {
+	testenv.OnePass(t)
 	t.Parallel()
 	d := testenv.StartDaemon(t, nil)
 	admin := newCLI(t, d)
@@ -467,6 +473,7 @@ func TestKeys(t *testing.T) {
 // TestDataDir checks that a client on the daemon's machine needs nothing but
 // the data directory: the key from admin.key, the address from daemon.json.
 func TestDataDir(t *testing.T) {
+	testenv.OnePass(t)
 	t.Parallel()
 	d := testenv.StartDaemon(t, nil)
 	c := bareCLI(t)
@@ -485,6 +492,7 @@ func TestDataDir(t *testing.T) {
 }
 
 func TestUsageErrors(t *testing.T) {
+	testenv.OnePass(t)
 	t.Parallel()
 	c := bareCLI(t).with("BERTH_URL=http://127.0.0.1:1", "BERTH_TOKEN=bk_unused")
 	tests := []struct {
@@ -516,6 +524,7 @@ func TestUsageErrors(t *testing.T) {
 // TestHelp is the control for TestUsageErrors: asking for help, or naming
 // only a group of commands, prints help and succeeds.
 func TestHelp(t *testing.T) {
+	testenv.OnePass(t)
 	t.Parallel()
 	c := bareCLI(t)
 	for _, args := range [][]string{{}, {"sandbox"}, {"fs"}, {"help", "exec"}, {"exec", "--help"}, {"keys", "create", "-h"}} {
@@ -526,6 +535,7 @@ func TestHelp(t *testing.T) {
 }
 
 func TestDoctorAndVersion(t *testing.T) {
+	testenv.OnePass(t)
 	t.Parallel()
 	d := testenv.StartDaemon(t, nil)
 	c := newCLI(t, d)
@@ -552,6 +562,7 @@ func TestDoctorAndVersion(t *testing.T) {
 }
 
 func TestServeValidation(t *testing.T) {
+	testenv.OnePass(t)
 	t.Parallel()
 	c := bareCLI(t)
 	dir := filepath.Join(c.dir, "data")
@@ -589,6 +600,7 @@ func TestServeValidation(t *testing.T) {
 }
 
 func TestServeSecondDaemonRefused(t *testing.T) {
+	testenv.OnePass(t)
 	t.Parallel()
 	dataDir := filepath.Join(testenv.ShortTempDir(t), "d")
 	d := testenv.StartDaemonProcess(t, dataDir)
@@ -630,6 +642,7 @@ func TestSandboxResources(t *testing.T) {
 // TestServeTellsTheOperator: berth serve says what to do next once it
 // serves, and logs each sandbox's creation and deletion with its ID.
 func TestServeTellsTheOperator(t *testing.T) {
+	testenv.OnePass(t)
 	t.Parallel()
 	dataDir := filepath.Join(testenv.ShortTempDir(t), "d")
 	testenv.StartDaemonProcess(t, dataDir, "--log-level", "info")
@@ -638,7 +651,7 @@ func TestServeTellsTheOperator(t *testing.T) {
 	c.ok("sandbox", "rm", id)
 	logPath := filepath.Join(filepath.Dir(dataDir), "daemon.log")
 	for _, want := range []string{"export BERTH_TOKEN=$(cat " + filepath.Join(dataDir, "admin.key") + ")",
-		"berth doctor; berth sandbox create", `msg="sandbox created" sandbox_id=` + id, `msg="sandbox deleted" sandbox_id=` + id} {
+		"berth doctor; berth sandbox create", "The dashboard is at http://", `msg="sandbox created" sandbox_id=` + id, `msg="sandbox deleted" sandbox_id=` + id} {
 		testenv.Eventually(t, 10*time.Second, "the daemon's log to say "+want, func() bool {
 			b, _ := os.ReadFile(logPath)
 			return strings.Contains(string(b), want)
@@ -650,6 +663,7 @@ func TestServeTellsTheOperator(t *testing.T) {
 // not on PATH) finds the runsc `make runsc` put in tools/; with no runsc
 // there, doctor says so and how to fix it.
 func TestDoctorFindsRunscBesideBinary(t *testing.T) {
+	testenv.OnePass(t)
 	t.Parallel()
 	runsc := testenv.NeedCommand(t, "runsc")
 	bin := testenv.Binary(t)
@@ -699,6 +713,7 @@ func TestDoctorFindsRunscBesideBinary(t *testing.T) {
 // control: the same listings do show flags that take a value with their
 // type (--in stringArray), so the check reads real flag lines.
 func TestHelpShowsPlainBooleans(t *testing.T) {
+	testenv.OnePass(t)
 	t.Parallel()
 	c := bareCLI(t)
 	for _, args := range [][]string{

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/berthdev/berth/internal/daemon"
 	"github.com/berthdev/berth/internal/testenv"
 )
 
@@ -12,17 +13,21 @@ import (
 // connection log, and the errors bad input gets.
 func TestNetworkCLI(t *testing.T) {
 	t.Parallel()
-	d := testenv.StartDaemon(t, nil)
+	// One daemon: on the test internet where the isolated half runs.
+	rt := testenv.Runtime()
+	var in *testenv.Internet
+	var tweak func(*daemon.Config)
+	if rt != "process" {
+		in = testenv.NewInternet(t)
+		tweak = in.Apply
+	}
+	d := testenv.StartDaemon(t, tweak)
 	c := newCLI(t, d)
 	c.fails(1, "network.mode", "sandbox", "create", "--runtime", "process", "--network", "egress")
 	c.fails(1, "network.mode", "sandbox", "create", "--network", "sometimes")
-	rt := testenv.Runtime()
 	if rt == "process" {
 		return // the isolated half runs in make test's container and gvisor passes
 	}
-	in := testenv.NewInternet(t)
-	d = testenv.StartDaemon(t, in.Apply)
-	c = newCLI(t, d)
 	sb := strings.TrimSpace(c.ok("sandbox", "create", "--runtime", rt, "--network", "egress").stdout)
 	if r := c.ok("exec", sb, "--", "curl", "-sS", "-m", "10", "http://www.test.example/"); !strings.Contains(r.stdout, "hello from the test internet") {
 		t.Errorf("%v", r)

@@ -7,12 +7,14 @@ import (
 	"testing"
 
 	"github.com/berthdev/berth/internal/probe"
+	"github.com/berthdev/berth/internal/testenv"
 )
 
 // TestProbe runs the hidden "berth probe" command here, unsandboxed: the
 // probes it names answer in JSON lines, and misuse is a usage error.
 // internal/daemon's security suite runs it inside sandboxes.
 func TestProbe(t *testing.T) {
+	testenv.OnePass(t)
 	t.Parallel()
 	if runtime.GOOS != "linux" {
 		t.Skip("the probes run on Linux only")

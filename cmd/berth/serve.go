@@ -20,6 +20,7 @@ import (
 	"github.com/berthdev/berth/internal/agent"
 	"github.com/berthdev/berth/internal/browser"
 	"github.com/berthdev/berth/internal/daemon"
+	"github.com/berthdev/berth/internal/dashboard"
 	"github.com/berthdev/berth/internal/httpapi"
 	"github.com/berthdev/berth/internal/jobs"
 	"github.com/berthdev/berth/internal/ratelimit"
@@ -56,6 +57,7 @@ func (a *app) serveCommand() *cobra.Command {
 		stationID                             string
 		rates                                 = httpapi.DefaultRateLimits
 		trustedProxies                        []string
+		dashboardOn, insecureCookies          bool
 	)
 	recording := &browser.RecordingConfig{} // browser_record.go
 	cmd := &cobra.Command{
@@ -140,9 +142,10 @@ sandboxes keep running and are re-adopted by the next start.`,
 				ActionsDir: actionsDir, JobChromium: chromium, Soffice: soffice, JobReuse: jobReuse,
 				JobRetention: jobRetention, AllowEmptyDatabase: allowEmptyDatabase, Egress: egress,
 				TenantMode: tenantMode, Tenant: boundTenant, RateLimits: &rates, StationID: stationID,
+				Dashboard: dashboard.Config{Off: !dashboardOn, InsecureCookies: insecureCookies},
 				Ready: func(addr string) {
 					if logFormat == "text" {
-						a.printNextSteps(addr)
+						a.printNextSteps(addr, dashboardOn)
 					}
 				},
 			})
@@ -204,6 +207,9 @@ sandboxes keep running and are re-adopted by the next start.`,
 	f.Var(&rates.CreatesTenant, "rate-tenant-creates", "creates per tenant, all its keys together")
 	f.Var(&rates.AuthFailures, "rate-auth-failures", "failed authentications per client address before it is refused for a while")
 	f.StringSliceVar(&trustedProxies, "trusted-proxy", nil, "IPs or CIDRs of proxies in front whose X-Forwarded-For names the client (none by default)")
+	f.BoolVar(&dashboardOn, "dashboard", true, "serve the web dashboard at / (docs/dashboard.md)")
+	f.BoolVar(&insecureCookies, "insecure-cookies", false,
+		"send the dashboard's session cookie without Secure, for plain HTTP other than localhost (development; TLS terminated elsewhere does not need it)")
 	f.StringVar(&logFormat, "log-format", "text", "log format: text or json")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	f.IntVar(&maxSandboxes, "max-sandboxes", sandbox.DefaultMaxSandboxes, "most sandboxes at once")
@@ -307,11 +313,16 @@ func (a *app) agentCommand() *cobra.Command {
 
 // printNextSteps tells whoever started the daemon how to use it, in the
 // two lines a newcomer needs.
-func (a *app) printNextSteps(addr string) {
+func (a *app) printNextSteps(addr string, dashboard bool) {
 	env := ""
 	if addr != "127.0.0.1:7070" {
 		env = "export BERTH_URL=http://" + addr + "; "
 	}
-	fmt.Fprintf(a.stderr, "\nberth is serving on http://%s. In another terminal:\n  %sexport BERTH_TOKEN=$(cat %s)\n  berth doctor; berth sandbox create\n\n",
-		addr, env, filepath.Join(a.dataDir(), daemon.KeyFile))
+	key := filepath.Join(a.dataDir(), daemon.KeyFile)
+	fmt.Fprintf(a.stderr, "\nberth is serving on http://%s. In another terminal:\n  %sexport BERTH_TOKEN=$(cat %s)\n  berth doctor; berth sandbox create\n",
+		addr, env, key)
+	if dashboard {
+		fmt.Fprintf(a.stderr, "The dashboard is at http://%s/ (sign in with the key in %s).\n", addr, key)
+	}
+	fmt.Fprintln(a.stderr)
 }

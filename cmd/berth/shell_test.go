@@ -13,6 +13,7 @@ import (
 // would: what the shell prints arrives, berth exits with the shell's code,
 // and the terminal is deleted at the end.
 func TestShell(t *testing.T) {
+	testenv.OnePass(t)
 	t.Parallel()
 	d := testenv.StartDaemon(t, nil)
 	c := newCLI(t, d)

@@ -20,6 +20,7 @@ import (
 // TestServiceAndPreview runs the README's web-app tour: a service, its
 // logs, the port through the API and a preview link.
 func TestServiceAndPreview(t *testing.T) {
+	testenv.OnePass(t)
 	t.Parallel()
 	testenv.NeedCommand(t, "python3")
 	d := testenv.StartDaemon(t, func(c *daemon.Config) { c.PreviewDomain = "localhost" })
@@ -86,10 +87,10 @@ func TestServiceAndPreview(t *testing.T) {
 // TestTemplateCommands builds a template with a copied file and starts a
 // sandbox from it, through the CLI.
 func TestTemplateCommands(t *testing.T) {
+	// The CLI's plumbing: templates need an isolated runtime, not a
+	// particular one (internal/daemon's template tests run on each).
+	testenv.OneIsolatedPass(t)
 	t.Parallel()
-	if testenv.Runtime() == "process" {
-		t.Skip("templates need an isolated runtime; make test runs this on container and gvisor")
-	}
 	d := testenv.StartDaemon(t, nil)
 	c := newCLI(t, d)
 	if err := os.WriteFile(filepath.Join(c.dir, "notes.txt"), []byte("seeded\n"), 0o644); err != nil {

@@ -60,12 +60,12 @@ func isolatedBrowsersOf(cfg Config, mgr *sandbox.Manager, egress bool, log *slog
 
 // hostWarmContexts is the browser manager's WarmContexts: in tenant mode,
 // which refuses browsers on the host, none (and no shared browser started
-// ahead); else the default.
-func hostWarmContexts(tenantMode bool) int {
-	if tenantMode {
+// ahead); else cfg.BrowserWarmContexts (0: the default).
+func hostWarmContexts(cfg Config) int {
+	if cfg.TenantMode {
 		return -1
 	}
-	return 0
+	return cfg.BrowserWarmContexts
 }
 
 // browserResources are an isolated browser's sandbox's limits: room for

@@ -24,6 +24,7 @@ import (
 	"github.com/berthdev/berth/internal/auth"
 	"github.com/berthdev/berth/internal/broker"
 	"github.com/berthdev/berth/internal/browser"
+	"github.com/berthdev/berth/internal/dashboard"
 	"github.com/berthdev/berth/internal/errcode"
 	"github.com/berthdev/berth/internal/httpapi"
 	"github.com/berthdev/berth/internal/jobs"
@@ -88,6 +89,11 @@ type Config struct {
 	// BrowserRecordings bounds recordings of browser sessions (zero
 	// values: the defaults).
 	BrowserRecordings browser.RecordingConfig
+	// BrowserWarmContexts is how many spare host browser contexts to keep
+	// ready (0: browser.DefaultWarmContexts; negative: none, and the
+	// shared Chromium starts only when a session needs it, as in tenant
+	// mode). Tests set -1: most never open a session.
+	BrowserWarmContexts int
 	// Sandbox jobs: the runtime they run in (container, gvisor or none),
 	// whether this daemon consumes the queue, capacity, warm runtimes per
 	// profile, action bundles, and the tools (""  finds them).
@@ -110,6 +116,8 @@ type Config struct {
 	// StationID is the daemon's station ID in the Station method API
 	// ("": httpapi.DefaultStationID).
 	StationID string
+	// Dashboard configures the web dashboard at / (internal/dashboard).
+	Dashboard dashboard.Config
 	// RateLimits bound requests per source and key (nil: the defaults).
 	RateLimits *httpapi.RateLimits
 	Logger     *slog.Logger
@@ -285,7 +293,7 @@ func Run(ctx context.Context, cfg Config) error {
 	browsers := browser.NewManager(browser.Config{
 		Chromium: cfg.Chromium, DataDir: filepath.Join(dataDir, "browser"), Recordings: cfg.BrowserRecordings,
 		MaxSessions: cfg.MaxBrowserSessions, IdleTimeout: cfg.BrowserIdleTimeout, Logger: log,
-		Isolated: isolatedBrowsers, IsolatedWarm: cfg.BrowserIsolatedWarm, WarmContexts: hostWarmContexts(cfg.TenantMode),
+		Isolated: isolatedBrowsers, IsolatedWarm: cfg.BrowserIsolatedWarm, WarmContexts: hostWarmContexts(cfg),
 		Journal: db, MaxJournalEntries: cfg.BrowserJournalEntries, MaxJournalBytes: cfg.BrowserJournalBytes,
 		MaxCheckpoints: cfg.BrowserMaxCheckpoints, Providers: cfg.BrowserProviders,
 		Artifacts: cfg.BrowserArtifacts,
@@ -325,7 +333,7 @@ func Run(ctx context.Context, cfg Config) error {
 		Collectors: network.Collectors(),
 		Tenants:    db, DefaultTenant: defaultTenant, BoundTenant: cfg.Tenant, TenantMode: cfg.TenantMode,
 		Audit: db, Idempotency: db, Sealer: sealer, RateLimits: cfg.RateLimits,
-		StationID: cfg.StationID,
+		StationID: cfg.StationID, Dashboard: dashboardOf(cfg.Dashboard, log),
 	})
 	defer api.Close()
 	revocations, stopRevocations := context.WithCancel(context.Background())
@@ -517,4 +525,13 @@ func loadSecret(path string) ([]byte, error) {
 		return nil, err
 	}
 	return secret, nil
+}
+
+// dashboardOf builds the web dashboard, or nil when it is off.
+func dashboardOf(cfg dashboard.Config, log *slog.Logger) func(http.Handler) http.Handler {
+	if cfg.Off {
+		return nil
+	}
+	cfg.Logger = log
+	return dashboard.New(cfg).Handler
 }

@@ -218,6 +218,7 @@ func dirNames(t *testing.T, dir string) []string {
 // directory, not the file), with positive controls: a different directory
 // starts fine, and so does the same one once the first daemon stopped.
 func TestSecondDaemonRefusesDataDir(t *testing.T) {
+	testenv.OnePass(t)
 	t.Parallel()
 	dataDir := filepath.Join(testenv.ShortTempDir(t), "d")
 	d := testenv.StartDaemonProcess(t, dataDir)
@@ -264,6 +265,7 @@ func TestSecondDaemonRefusesDataDir(t *testing.T) {
 // beforehand with mode 0755: the directory becomes 0700, and the database
 // and its -wal and -shm are 0600.
 func TestDataDirIsPrivate(t *testing.T) {
+	testenv.OnePass(t)
 	t.Parallel()
 	dataDir := filepath.Join(testenv.ShortTempDir(t), "d")
 	if err := os.Mkdir(dataDir, 0o755); err != nil {

@@ -141,6 +141,7 @@ func checkTools(t *testing.T, cs *mcp.ClientSession) {
 }
 
 func TestMCPSandboxTools(t *testing.T) {
+	testenv.OnePass(t)
 	t.Parallel()
 	d := testenv.StartDaemon(t, nil)
 	cs := mcpHTTP(t, d, d.Token, "")
@@ -394,6 +395,7 @@ func closeToolset(t *testing.T, d *testenv.Daemon, token, toolset string) mcpser
 // TestMCPStdio drives `berth mcp` (the real binary) over stdio: the
 // process is one toolset, and its sandboxes go when its input closes.
 func TestMCPStdio(t *testing.T) {
+	testenv.OnePass(t)
 	t.Parallel()
 	d := testenv.StartDaemon(t, nil)
 	cmd := exec.Command(testenv.Binary(t), "mcp")

@@ -156,6 +156,7 @@ func TestWarmPoolRespectsMaxSandboxes(t *testing.T) {
 // one name make one sandbox; exactly one answer is 201, the others 200
 // with the same sandbox.
 func TestCreateByNameIsIdempotentUnderConcurrency(t *testing.T) {
+	testenv.OnePass(t)
 	t.Parallel()
 	for _, pooled := range []bool{false, true} {
 		t.Run(map[bool]string{false: "fresh", true: "pooled"}[pooled], func(t *testing.T) {
@@ -229,6 +230,9 @@ func grepLines(s, substr string) string {
 // why it is empty and does not hold up the other pools; once the template
 // is built, the pool fills without waiting out its backoff.
 func TestWarmPoolMissingTemplate(t *testing.T) {
+	// The pool's backoff and its wake are the sandbox manager's, whatever
+	// the runtime; the template build needs an isolated one.
+	testenv.OneIsolatedPass(t)
 	t.Parallel()
 	d := testenv.StartDaemon(t, func(c *daemon.Config) {
 		c.WarmPools = []sandbox.PoolSpec{{Template: "toolbox", Size: 1}, {Template: "base", Size: 1}}
@@ -252,9 +256,6 @@ func TestWarmPoolMissingTemplate(t *testing.T) {
 	})
 	if p := pool("toolbox"); p.Ready != 0 || p.Failures < 1 || !strings.Contains(p.Message, "toolbox") {
 		t.Errorf("toolbox pool = %+v, want empty, with its failures and a message naming the template", p)
-	}
-	if testenv.Runtime() == "process" {
-		return // templates need an isolated runtime
 	}
 	// Let the backoff reach its minute, far past the wait below, then build.
 	testenv.Eventually(t, 2*time.Minute, "seven refill failures", func() bool { return pool("toolbox").Failures >= 7 })

@@ -100,6 +100,7 @@ func pollCommand(t *testing.T, d *testenv.Daemon, path, sbx, run string) station
 // the method API of a daemon whose station ID is set, and the errors of
 // the API itself.
 func TestStationSandboxMethods(t *testing.T) {
+	testenv.OnePass(t)
 	t.Parallel()
 	d := testenv.StartDaemon(t, func(c *daemon.Config) { c.StationID = "worker-a" })
 	path := stationPath("worker-a", "sandbox")
@@ -239,6 +240,7 @@ func TestStationSandboxMethods(t *testing.T) {
 // answers as missing and is left as it was; a read key reads and cannot
 // create. Each refusal has its positive control.
 func TestStationTenancy(t *testing.T) {
+	testenv.OnePass(t)
 	t.Parallel()
 	d := testenv.StartDaemon(t, nil)
 	_, acme := tenantKey(t, d, "acme", auth.ScopeExecution)
@@ -488,6 +490,7 @@ func TestStationBrowserMethods(t *testing.T) {
 // limit (the REST request it makes is not counted again), and a create
 // through it meets the creates' limit as the REST create does.
 func TestStationRateLimits(t *testing.T) {
+	testenv.OnePass(t)
 	t.Parallel()
 	d := testenv.StartDaemon(t, func(c *daemon.Config) {
 		c.RateLimits = &httpapi.RateLimits{PerKey: ratelimit.Rate{PerSecond: 0.01, Burst: 4},

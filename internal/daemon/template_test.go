@@ -304,6 +304,7 @@ func TestTemplateImport(t *testing.T) {
 // TestCreateWithUnknownTemplate: a template that does not exist is
 // not_found, and nothing is created.
 func TestCreateWithUnknownTemplate(t *testing.T) {
+	testenv.OnePass(t)
 	t.Parallel()
 	d := testenv.StartDaemon(t, func(c *daemon.Config) { c.DefaultRuntime = "process" })
 	_, err := d.Client.CreateSandbox(context.Background(), apitype.CreateSandboxRequest{Runtime: "process", Template: "nope"})
@@ -360,6 +361,7 @@ func TestTemplatePool(t *testing.T) {
 // one, built with the admin key, every tenant starts from but only the
 // operator removes; by name a tenant's own comes first.
 func TestTemplateTenancy(t *testing.T) {
+	testenv.OneIsolatedPass(t)
 	t.Parallel()
 	needIsolated(t)
 	d := testenv.StartDaemon(t, nil)

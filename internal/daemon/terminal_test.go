@@ -622,6 +622,7 @@ func TestTerminalErrors(t *testing.T) {
 // (hibernate after 1.5 s here) leaves it alone while the client is
 // attached, and applies once it leaves (the positive control).
 func TestTerminalAttachedIsInUse(t *testing.T) {
+	testenv.OnePass(t)
 	t.Parallel()
 	d := testenv.StartDaemon(t, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

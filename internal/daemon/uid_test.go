@@ -141,6 +141,7 @@ func TestUIDNotReusedAfterDelete(t *testing.T) {
 // between the two) is released when the daemon starts; another data
 // directory's lease stays.
 func TestUIDLeasesRecoveredAtStart(t *testing.T) {
+	testenv.OnePass(t)
 	t.Parallel()
 	dataDir := filepath.Join(testenv.ShortTempDir(t), "d")
 	if err := os.MkdirAll(dataDir, 0o700); err != nil {

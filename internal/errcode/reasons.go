@@ -105,6 +105,7 @@ var (
 	LiveLinkInvalid      = reason(Unauthenticated, "live_link_invalid")
 	PreviewLinkInvalid   = reason(Unauthenticated, "preview_link_invalid")
 	PreviewTokenRequired = reason(Unauthenticated, "preview_token_required")
+	DashboardSignedOut   = reason(Unauthenticated, "dashboard_signed_out")
 )
 
 // Reasons of PermissionDenied (403).
@@ -113,6 +114,7 @@ var (
 	ScopeInsufficient = reason(PermissionDenied, "scope_insufficient")
 	MCPHostForbidden  = reason(PermissionDenied, "mcp_host_forbidden")
 	TenantMode        = reason(PermissionDenied, "tenant_mode")
+	CSRFInvalid       = reason(PermissionDenied, "csrf_invalid")
 )
 
 // Reasons of NotFound (404).

@@ -175,6 +175,13 @@ func (s *Server) routes() []route {
 	return rs
 }
 
+// dashboardPaths are where the web dashboard (internal/dashboard,
+// Config.Dashboard) is mounted. They are not API routes: the dashboard
+// signs people in with a session cookie of its own and calls the routes
+// above in process with the session's key, so every scope, tenancy and
+// audit check is the API's.
+var dashboardPaths = []string{"GET /{$}", "POST /login", "POST /logout", "/ui/"}
+
 // Route describes a route for tests and documentation.
 type Route struct {
 	Method, Path string

@@ -80,6 +80,10 @@ type Config struct {
 	// StationID is this daemon's station ID in the Station method API
 	// (station.go); "" is DefaultStationID.
 	StationID string
+	// Dashboard, when set, builds the web dashboard (internal/dashboard)
+	// over the server it is given, which its pages call in process; it is
+	// mounted at dashboardPaths (routes.go). Nil serves no dashboard.
+	Dashboard func(api http.Handler) http.Handler
 }
 
 // Server serves the API.
@@ -163,6 +167,12 @@ func New(cfg Config) *Server {
 			h = s.throttleSource(h)
 		}
 		s.mux.Handle(r.pattern, s.instrument(r.pattern, h))
+	}
+	if cfg.Dashboard != nil {
+		dash := cfg.Dashboard(s)
+		for _, p := range dashboardPaths {
+			s.mux.Handle(p, s.instrument(p, dash))
+		}
 	}
 	s.handler = s.withRequestID(s.withLogging(s.withRecover(s.withPreviews(s.rejectQueryCredentials(s.routed(s.mux))))))
 	return s

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -48,6 +49,10 @@ func StartDaemon(t testing.TB, tweak func(*daemon.Config)) *Daemon {
 		// No warm job runtimes unless a test asks: they are containers
 		// with Chromium or LibreOffice up.
 		JobPools: map[string]int{"browser": 0, "office": 0},
+		// No Chromium warmed ahead unless a test asks: most tests open no
+		// browser session, and every daemon would start one and wait for
+		// it at its stop. A session starts it when it needs it.
+		BrowserWarmContexts: -1,
 		// No rate limits unless a test sets them: tests that check other
 		// things send requests faster than any client would, and a
 		// failed-authentication test would throttle the rest of its
@@ -126,11 +131,20 @@ func (d *Daemon) deleteAll(report func(format string, args ...any)) {
 		report("listing sandboxes at cleanup: %v", err)
 		return
 	}
+	// A few at once: a test's cleanup waits for the slowest delete, not
+	// for their sum (a gVisor sandbox takes a while to go).
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, 4)
 	for _, sb := range list {
-		if err := d.Client.DeleteSandbox(ctx, sb.ID); err != nil {
-			report("deleting %s at cleanup: %v", sb.ID, err)
-		}
+		wg.Go(func() {
+			slots <- struct{}{}
+			defer func() { <-slots }()
+			if err := d.Client.DeleteSandbox(ctx, sb.ID); err != nil {
+				report("deleting %s at cleanup: %v", sb.ID, err)
+			}
+		})
 	}
+	wg.Wait()
 }
 
 // CheckNoProcesses fails t if any process still mentions dataDir, and
@@ -265,12 +279,26 @@ func Runtime() string {
 }
 
 // OnePass skips t in make test's container and gvisor passes: its
-// subject (authentication, tenancy, the API's edges) does not depend on the
-// sandbox runtime, so the process-runtime pass covers it once.
+// subject (authentication, tenancy, the API's edges, the CLI's and MCP's
+// plumbing) does not depend on the sandbox runtime, so the process-runtime
+// pass covers it once. A test of what a runtime does (isolation,
+// lifecycle, files, exec, terminals, services, egress, templates,
+// hibernation) runs in every pass; docs/ARCHITECTURE.md's Testing has the
+// rule.
 func OnePass(t testing.TB) {
 	t.Helper()
 	if Runtime() != "process" {
 		t.Skip("runs in the process-runtime pass of make test: its subject does not depend on the runtime")
+	}
+}
+
+// OneIsolatedPass skips t except in make test's container pass: its
+// subject needs an isolated runtime (a template build, say) but does not
+// depend on which one, so the gvisor pass does not repeat it.
+func OneIsolatedPass(t testing.TB) {
+	t.Helper()
+	if Runtime() != "container" {
+		t.Skip("runs in the container pass of make test: it needs an isolated runtime, not a particular one")
 	}
 }
 

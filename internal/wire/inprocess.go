@@ -43,6 +43,11 @@ func (t InProcess) RoundTrip(req *http.Request) (*http.Response, error) {
 	sreq.Host = req.URL.Host
 	if sreq.Body == nil {
 		sreq.Body = http.NoBody
+	} else if sreq.ContentLength == 0 && sreq.Body != http.NoBody {
+		// A client request's 0 with a body means "unknown" (a reader
+		// NewRequest cannot measure); a server request says that with -1,
+		// and handlers (httputil.ReverseProxy) drop a body of length 0.
+		sreq.ContentLength = -1
 	}
 	pr, pw := io.Pipe()
 	w := &pipeResponse{header: http.Header{}, pw: pw, ready: make(chan struct{})}
