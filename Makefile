@@ -22,7 +22,7 @@ FUZZTIME    ?= 20s
 # so this is the pseudo-version of a commit on its `go` branch.
 RUNSC_VERSION := v0.0.0-20260905035102-160fafc42237
 
-.PHONY: deps build runsc run test bench toolbox lint fuzz openapi clean
+.PHONY: deps build runsc run test bench toolbox lint fuzz openapi screenshots clean
 
 ## deps: install the system packages Berth needs (only what is missing).
 deps:
@@ -106,6 +106,12 @@ fuzz:
 	go test -run '^$$' -fuzz '^FuzzNotes$$' -fuzztime $(FUZZTIME) ./internal/pptx
 	go test -run '^$$' -fuzz '^FuzzRedactURL$$' -fuzztime $(FUZZTIME) ./internal/browser
 	go test -run '^$$' -fuzz '^FuzzTargetValid$$' -fuzztime $(FUZZTIME) ./internal/browser
+	go test -run '^$$' -fuzz '^FuzzReadXLSX$$' -fuzztime $(FUZZTIME) ./internal/dashboard
+
+## screenshots: PNGs of the dashboard's main pages (1280x800) into
+## docs/screenshots/, shot by Chromium from a real daemon (docs/dashboard.md).
+screenshots: build
+	BERTH_BIN=$(CURDIR)/$(BIN) go test -count=1 -run '^TestScreenshots$$' ./internal/dashboard -screenshots=$(CURDIR)/docs/screenshots
 
 ## clean: remove build output (never the data directory ./.berth).
 clean:

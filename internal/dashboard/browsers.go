@@ -3,6 +3,7 @@ package dashboard
 import (
 	"net/http"
 	"net/url"
+	"slices"
 
 	"github.com/berthdev/berth/client"
 	"github.com/berthdev/berth/internal/apitype"
@@ -10,7 +11,9 @@ import (
 )
 
 type browsersPage struct {
-	Sessions []apitype.BrowserSession
+	Sessions    []apitype.BrowserSession
+	Checkpoints []apitype.BrowserCheckpoint
+	Recordings  []apitype.BrowserRecording
 	// Off says why browser sessions cannot open here, if so.
 	Off string
 }
@@ -26,6 +29,16 @@ func (d *Dashboard) handleBrowsers(rq *req) {
 		p.Off = errMessage(err)
 	}
 	p.Sessions = sessions
+	// Checkpoints and recordings outlive their sessions: the key's
+	// tenant's, newest first.
+	if cps, err := rq.c.BrowserCheckpoints(rq.ctx()); err == nil {
+		slices.Reverse(cps)
+		p.Checkpoints = cps
+	}
+	if recs, err := rq.c.Recordings(rq.ctx()); err == nil {
+		slices.Reverse(recs)
+		p.Recordings = recs
+	}
 	if p.Off == "" {
 		if sys, err := rq.c.System(rq.ctx()); err == nil && !sys.Browser.Available {
 			p.Off = sys.Browser.Reason

@@ -54,6 +54,8 @@ type Dashboard struct {
 	pages    map[string]*template.Template
 	static   http.Handler
 	rtCache  runtimeCache
+	secrets  secretShelf // new keys' secrets, shown once (admin.go)
+	leases   leases      // control leases taken through the dashboard (browser_session.go)
 }
 
 // New builds a dashboard. It panics if an embedded template is broken
@@ -157,8 +159,37 @@ func (d *Dashboard) routes() []route {
 		{"POST /ui/browsers", d.signedIn(d.handleOpenBrowser)},
 		{"POST /ui/browsers/{id}/close", d.signedIn(d.handleCloseBrowser)},
 		{"POST /ui/browsers/{id}/live", d.signedIn(d.handleLiveView)},
+		{"GET /ui/browsers/{id}", d.signedIn(d.handleBrowserSession)},
+		{"POST /ui/browsers/{id}/navigate", d.signedIn(d.handleBrowserNavigate)},
+		{"POST /ui/browsers/{id}/pages", d.signedIn(d.handleBrowserPages)},
+		{"GET /ui/browsers/{id}/screenshot", d.signedIn(d.handleBrowserScreenshot)},
+		{"GET /ui/browsers/{id}/frame", d.signedIn(d.handleBrowserFrame)},
+		{"POST /ui/browsers/{id}/control", d.signedIn(d.handleTakeControl)},
+		{"POST /ui/browsers/{id}/release", d.signedIn(d.handleReleaseControl)},
+		{"POST /ui/browsers/{id}/click", d.signedIn(d.handleBrowserClick)},
+		{"POST /ui/browsers/{id}/checkpoints", d.signedIn(d.handleCreateCheckpoint)},
+		{"POST /ui/browsers/{id}/recordings", d.signedIn(d.handleStartRecording)},
+		{"POST /ui/checkpoints/{id}/resume", d.signedIn(d.handleResumeCheckpoint)},
+		{"POST /ui/checkpoints/{id}/delete", d.signedIn(d.handleDeleteCheckpoint)},
+		{"GET /ui/recordings/{id}", d.signedIn(d.handleRecording)},
+		{"GET /ui/recordings/{id}/frames/{n}", d.signedIn(d.handleRecordingFrame)},
+		{"POST /ui/recordings/{id}/stop", d.signedIn(d.handleStopRecording)},
+		{"POST /ui/recordings/{id}/delete", d.signedIn(d.handleDeleteRecording)},
 		{"GET /ui/templates", d.signedIn(d.handleTemplates)},
 		{"GET /ui/system", d.signedIn(d.handleSystem)},
+
+		{"GET /ui/keys", d.signedIn(d.handleKeys)},
+		{"POST /ui/keys", d.signedIn(d.handleCreateKey)},
+		{"GET /ui/keys/{id}", d.signedIn(d.handleKey)},
+		{"POST /ui/keys/{id}/revoke", d.signedIn(d.handleRevokeKey)},
+		{"GET /ui/tenants", d.signedIn(d.handleTenants)},
+		{"POST /ui/tenants", d.signedIn(d.handleCreateTenant)},
+		{"GET /ui/tenants/{id}", d.signedIn(d.handleTenant)},
+		{"POST /ui/tenants/{id}", d.signedIn(d.handleSetTenant)},
+		{"POST /ui/tenants/{id}/delete", d.signedIn(d.handleDeleteTenant)},
+		{"GET /ui/audit", d.signedIn(d.handleAudit)},
+		{"GET /ui/sandboxes/{id}/files/diff", d.signedIn(d.handleDiff)},
+		{"GET /ui/jobs/{id}/events", d.signedIn(d.handleJobEvents)},
 
 		{"/ui/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			d.fail(w, r, errcode.RouteNotFound.New("no dashboard page at %s %s", r.Method, r.URL.Path))
@@ -244,7 +275,8 @@ const maxForm = 64 << 10
 // terminal's output) rather than a page: without a session it gets an
 // error, not the sign-in page.
 func isStream(r *http.Request) bool {
-	return strings.HasSuffix(r.URL.Path, "/stream") || strings.HasSuffix(r.URL.Path, "/output")
+	return strings.HasSuffix(r.URL.Path, "/stream") || strings.HasSuffix(r.URL.Path, "/output") ||
+		strings.HasSuffix(r.URL.Path, "/events")
 }
 
 // checkOrigin refuses a POST that a browser says comes from another

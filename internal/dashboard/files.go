@@ -108,6 +108,7 @@ const (
 	kindPDF      = "pdf"
 	kindBinary   = "binary"
 	kindTooLarge = "too_large"
+	kindInvalid  = "invalid" // a file its extension says it is not (Problem says why)
 )
 
 type viewPage struct {
@@ -120,6 +121,8 @@ type viewPage struct {
 	Rows      [][]string
 	Truncated bool
 	RawURL    string
+	Sheet     string // an XLSX table's sheet
+	Problem   string // why a file is not what its name says (kindInvalid)
 }
 
 // inlineTypes are the only types a file is served as, inline, on the
@@ -146,13 +149,11 @@ func (d *Dashboard) handleView(rq *req) {
 		rq.render(d, "view", v)
 		return
 	}
-	body, err := rq.c.ReadFile(rq.ctx(), id, p)
-	if err != nil {
-		d.apiFailed(rq, err)
+	if ext == ".xlsx" {
+		d.viewXLSX(rq, v)
 		return
 	}
-	data, err := io.ReadAll(io.LimitReader(body, maxPreview+1))
-	body.Close()
+	data, err := readHead(rq, id, p)
 	if err != nil {
 		d.apiFailed(rq, err)
 		return
@@ -285,3 +286,14 @@ var codeLanguages = map[string]string{
 }
 
 func decodeBase64(s string) ([]byte, error) { return base64.StdEncoding.DecodeString(s) }
+
+// readHead reads the first maxPreview+1 bytes of a sandbox's file: more
+// than maxPreview says the file is too large to show.
+func readHead(rq *req, id, path string) ([]byte, error) {
+	body, err := rq.c.ReadFile(rq.ctx(), id, path)
+	if err != nil {
+		return nil, err
+	}
+	defer body.Close()
+	return io.ReadAll(io.LimitReader(body, maxPreview+1))
+}

@@ -33,12 +33,6 @@ if (out && out.dataset.stream) {
 	es.onerror = () => { if (es.readyState === EventSource.CLOSED) status.textContent += " (disconnected)"; };
 }
 
-// A job that has not finished: reload its page every two seconds.
-const job = document.getElementById("job-state");
-if (job && job.dataset.follow) {
-	setTimeout(() => location.reload(), 2000);
-}
-
 // A code preview: highlight.js (vendored) colours the escaped text the
 // server sent; it reads text and writes its own spans, never HTML from
 // the file.
