@@ -146,6 +146,7 @@ func (d *Dashboard) routes() []route {
 		{"GET /ui/sandboxes/{id}/terminals/{tid}/output", d.signedIn(d.handleTerminalOutput)},
 		{"POST /ui/sandboxes/{id}/terminals/{tid}/input", d.signedIn(d.handleTerminalInput)},
 		{"POST /ui/sandboxes/{id}/terminals/{tid}/resize", d.signedIn(d.handleTerminalResize)},
+		{"POST /ui/sandboxes/{id}/services", d.signedIn(d.handleCreateService)},
 		{"POST /ui/sandboxes/{id}/services/{name}/{op}", d.signedIn(d.handleServiceOp)},
 		{"GET /ui/sandboxes/{id}/previews/{port}", d.signedIn(d.handlePreview)},
 
@@ -176,6 +177,9 @@ func (d *Dashboard) routes() []route {
 		{"POST /ui/recordings/{id}/stop", d.signedIn(d.handleStopRecording)},
 		{"POST /ui/recordings/{id}/delete", d.signedIn(d.handleDeleteRecording)},
 		{"GET /ui/templates", d.signedIn(d.handleTemplates)},
+		{"POST /ui/templates", d.signedIn(d.handleBuildTemplate)},
+		{"GET /ui/templates/{name}", d.signedIn(d.handleTemplate)},
+		{"POST /ui/templates/{name}/delete", d.signedIn(d.handleDeleteTemplate)},
 		{"GET /ui/system", d.signedIn(d.handleSystem)},
 
 		{"GET /ui/keys", d.signedIn(d.handleKeys)},

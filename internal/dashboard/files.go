@@ -119,7 +119,7 @@ type viewPage struct {
 	Kind      string
 	HTML      template.HTML // highlighted code or sanitized Markdown
 	Rows      [][]string
-	Truncated bool
+	Cut       tableCut // what a table preview left out
 	RawURL    string
 	Sheet     string // an XLSX table's sheet
 	Problem   string // why a file is not what its name says (kindInvalid)
@@ -167,7 +167,7 @@ func (d *Dashboard) handleView(rq *req) {
 		v.Kind, v.HTML = kindMarkdown, renderMarkdown(data)
 	case ext == ".csv" || ext == ".tsv":
 		v.Kind = kindTable
-		v.Rows, v.Truncated = readTable(data, ext == ".tsv")
+		v.Rows, v.Cut = readTable(data, ext == ".tsv")
 	default:
 		v.Kind, v.HTML = kindCode, highlight(name, string(data))
 	}
@@ -225,7 +225,9 @@ func renderMarkdown(src []byte) template.HTML {
 	return template.HTML(markdownPolicy().SanitizeBytes(buf.Bytes())) //nolint:gosec // sanitized above
 }
 
-func readTable(data []byte, tsv bool) ([][]string, bool) {
+// readTable reads a CSV or TSV file's first maxRows rows and maxCols
+// columns, and says what it left out.
+func readTable(data []byte, tsv bool) ([][]string, tableCut) {
 	r := csv.NewReader(bytes.NewReader(data))
 	r.FieldsPerRecord = -1
 	r.LazyQuotes = true
@@ -233,20 +235,23 @@ func readTable(data []byte, tsv bool) ([][]string, bool) {
 		r.Comma = '\t'
 	}
 	var rows [][]string
+	var cut tableCut
 	for {
 		rec, err := r.Read()
 		if err == io.EOF {
-			return rows, false
+			return rows, cut
 		}
 		if err != nil {
 			// The rest is not CSV: show what parsed.
-			return rows, true
+			cut.Unparsed = true
+			return rows, cut
 		}
 		if len(rows) == maxRows {
-			return rows, true
+			cut.Rows = true
+			return rows, cut
 		}
 		if len(rec) > maxCols {
-			rec = rec[:maxCols]
+			rec, cut.Cols = rec[:maxCols], true
 		}
 		rows = append(rows, rec)
 	}

@@ -155,12 +155,3 @@ func (d *Dashboard) handleJobOutput(rq *req) {
 	h.Set("X-Content-Type-Options", "nosniff")
 	_, _ = io.Copy(rq.w, body)
 }
-
-func (d *Dashboard) handleSystem(rq *req) {
-	sys, err := rq.c.System(rq.ctx())
-	if err != nil {
-		d.apiFailed(rq, err)
-		return
-	}
-	rq.render(d, "system", sys)
-}

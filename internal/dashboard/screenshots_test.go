@@ -3,6 +3,10 @@ package dashboard_test
 import (
 	"context"
 	"flag"
+	"fmt"
+	"html"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -100,6 +104,13 @@ func TestScreenshots(t *testing.T) {
 	if jobID != "" {
 		shots = append(shots, struct{ name, path, wait string }{"job", "/ui/jobs/" + jobID, "#outputs a"})
 	}
+	shots = append(shots, struct{ name, path, wait string }{"templates", "/ui/templates", "#build-template"})
+	var sessionShots []struct{ name, path, wait string }
+	if sys, err := c.System(ctx); err == nil && sys.Browser.Available {
+		sessionShots = browserSessionShots(t, c)
+	} else {
+		t.Logf("no browser session pages: browser sessions are off here (%+v, %v)", sys.Browser, err)
+	}
 	if _, err := c.CreateTenant(ctx, apitype.CreateTenantRequest{Name: "team-a", Limits: apitype.TenantLimits{MaxSandboxes: 10, MaxMemoryMB: 8192}}); err != nil {
 		t.Fatal(err)
 	}
@@ -113,5 +124,59 @@ func TestScreenshots(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Logf("%s.png: %d bytes", s.name, len(png))
+	}
+	// The browser session's page waits for its live panel's first frame,
+	// the player for its frame.
+	for _, s := range sessionShots {
+		b.run(t, "opening "+s.name, chromedp.Navigate(d.URL+s.path), void(chromedp.Poll[bool](s.wait, chromedp.WithPollingTimeout(15*time.Second))))
+		png := get(t, b, "shooting "+s.name, chromedp.CaptureScreenshot())
+		if err := os.WriteFile(filepath.Join(*screenshotDir, s.name+".png"), png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s.png: %d bytes", s.name, len(png))
+	}
+}
+
+// browserSessionShots opens a browser session on a small page, records
+// it through three pages and returns the session page and the recording's
+// player to shoot, each with a script condition that its image is drawn.
+func browserSessionShots(t *testing.T, c *client.Client) []struct{ name, path, wait string } {
+	t.Helper()
+	ctx := context.Background()
+	mux := http.NewServeMux()
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		colour := strings.TrimPrefix(r.URL.Path, "/")
+		if colour == "" {
+			colour = "#f6f8fa"
+		}
+		fmt.Fprintf(w, `<!doctype html><title>Order %s</title><body style="font:18px system-ui;background:%s;margin:40px">
+<h1>Orders</h1><p>An agent works through this page.</p><button style="font-size:18px;padding:8px 20px">Approve</button>`, html.EscapeString(colour), html.EscapeString(colour))
+	})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	bs, err := c.OpenBrowserSession(ctx, apitype.CreateBrowserSessionRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.CloseBrowserSession(context.Background(), bs.ID) })
+	if err := c.BrowserAction(ctx, bs.ID, apitype.BrowserAction{Op: "navigate", URL: srv.URL + "/"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := c.StartRecording(ctx, bs.ID, apitype.StartRecordingRequest{IntervalMS: 200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, colour := range []string{"lightyellow", "lightblue", "honeydew"} {
+		if err := c.BrowserAction(ctx, bs.ID, apitype.BrowserAction{Op: "navigate", URL: srv.URL + "/" + colour}, nil); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(400 * time.Millisecond) // a frame or two of each page
+	}
+	if _, err := c.StopRecording(ctx, rec.ID); err != nil {
+		t.Fatal(err)
+	}
+	return []struct{ name, path, wait string }{
+		{"browser-session", "/ui/browsers/" + bs.ID, `Number(document.getElementById("live").dataset.frames || 0) >= 1`},
+		{"recording", "/ui/recordings/" + rec.ID, `document.getElementById("player-frame").naturalWidth > 0`},
 	}
 }

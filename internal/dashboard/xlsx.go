@@ -42,8 +42,10 @@ func notXLSX(format string, args ...any) error {
 type xlsxSheet struct {
 	Name string
 	Rows [][]string
-	// Truncated says there were more rows or columns than were kept.
+	// Truncated says there were more rows or columns than were kept;
+	// Cut says which.
 	Truncated bool
+	Cut       tableCut
 }
 
 // readXLSX reads the first sheet of the workbook data: at most maxRows
@@ -329,7 +331,7 @@ func (x *xlsxReader) sheet(name string, shared []string) (xlsxSheet, error) {
 					n = v
 				}
 				if n > maxRows {
-					s.Truncated = true
+					s.Truncated, s.Cut.Rows = true, true
 					return s, nil
 				}
 				// Empty rows the file skips are drawn empty.
@@ -370,7 +372,7 @@ func (x *xlsxReader) sheet(name string, shared []string) (xlsxSheet, error) {
 				}
 				inCell = false
 				if col >= maxCols {
-					s.Truncated = true
+					s.Truncated, s.Cut.Cols = true, true
 					continue
 				}
 				v, err := cellText(cellType, text.String(), shared)
@@ -478,6 +480,6 @@ func (d *Dashboard) viewXLSX(rq *req, v viewPage) {
 		rq.render(d, "view", v)
 		return
 	}
-	v.Kind, v.Rows, v.Truncated, v.Sheet = kindTable, sheet.Rows, sheet.Truncated, sheet.Name
+	v.Kind, v.Rows, v.Cut, v.Sheet = kindTable, sheet.Rows, sheet.Cut, sheet.Name
 	rq.render(d, "view", v)
 }
