@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"image"
+	"image/png"
 	"io"
 	"net/http"
 	"net/url"
@@ -294,6 +296,7 @@ func TestDashboard(t *testing.T) {
 			"readme.md": []byte("# Hello title\n\n<script>alert(4)</script>\n\nsome **bold** text\n"),
 			"main.py":   []byte("def greet():\n    return 'hi'\n"),
 			"doc.pdf":   testenv.PDF("dash", 1),
+			"dot.png":   tinyPNG(),
 		}
 		for name, body := range files {
 			if _, err := cA.WriteFile(ctx, sbxID, name, bytes.NewReader(body), 0); err != nil {
@@ -312,6 +315,10 @@ func TestDashboard(t *testing.T) {
 		if bold := text(t, a, "#preview strong"); bold != "bold" {
 			t.Errorf("Markdown bold = %q, want bold", bold)
 		}
+		a.run(t, "previewing an image", chromedp.Navigate(sbxURL+"/files/view?path=dot.png"), chromedp.WaitVisible(chromedp.ID("preview")))
+		testenv.Eventually(t, 10*time.Second, "the image preview loads", func() bool {
+			return get(t, a, "reading the image's width", chromedp.Evaluate[int](`document.getElementById("preview").naturalWidth`)) == 3
+		})
 		a.run(t, "previewing Python", chromedp.Navigate(sbxURL+"/files/view?path=main.py"),
 			chromedp.WaitVisible(chromedp.CSS("#preview .hljs-keyword")))
 		if code := get(t, a, "reading the code", chromedp.OuterHTML(chromedp.ID("preview"))); !strings.Contains(code, `<span class="hljs-keyword">def</span>`) {
@@ -604,4 +611,11 @@ func tenantKey(t *testing.T, d *testenv.Daemon, name string) (apitype.Tenant, ap
 		t.Fatalf("CreateKey(%s): %v", name, err)
 	}
 	return ten, k
+}
+
+// tinyPNG is a 3x2 PNG.
+func tinyPNG() []byte {
+	var buf bytes.Buffer
+	_ = png.Encode(&buf, image.NewRGBA(image.Rect(0, 0, 3, 2)))
+	return buf.Bytes()
 }
