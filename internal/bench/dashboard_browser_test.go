@@ -95,8 +95,7 @@ func BenchmarkDashboardLiveFirstFrame(b *testing.B) {
 		}
 		// A graceful close: the daemon's viewer leaves, and the next open
 		// starts a screencast of its own (whose first frame is the page's
-		// last; a viewer who joins a running screencast of a still page
-		// gets no frame until the page is drawn again).
+		// last), as a person's first look does.
 		defer ws.Close(websocket.StatusNormalClosure, "")
 		ws.SetReadLimit(16 << 20)
 		for {

@@ -55,6 +55,9 @@ type liveHub struct {
 	stop    context.CancelFunc // ends the screencast; nil when none runs
 	done    chan struct{}      // closed when the last screencast ended
 	seq     int64
+	// last is the newest frame message of the running screencast: a viewer
+	// who joins it gets it at once (a still page sends no other).
+	last []byte
 
 	// capture is the one PNG capture of liveFrame at a time; last is the
 	// latest PNG and when it was taken (guarded by pngMu).
@@ -83,6 +86,9 @@ func (s *Session) join() (*viewer, error) {
 	}
 	v := &viewer{frames: make(chan []byte, 1), gone: make(chan struct{})}
 	h.viewers[v] = struct{}{}
+	if h.stop != nil && h.last != nil {
+		v.frames <- h.last
+	}
 	if h.stop == nil {
 		ctx, stop := context.WithCancel(context.Background())
 		prev, done := h.done, make(chan struct{})
@@ -107,7 +113,7 @@ func (s *Session) leave(v *viewer) {
 	var done chan struct{}
 	if len(h.viewers) == 0 && h.stop != nil {
 		h.stop()
-		h.stop, done = nil, h.done
+		h.stop, done, h.last = nil, h.done, nil
 	}
 	h.mu.Unlock()
 	if done != nil {
@@ -119,6 +125,7 @@ func (s *Session) leave(v *viewer) {
 func (h *liveHub) fanOut(msg []byte) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.last = msg
 	for v := range h.viewers {
 		select {
 		case v.frames <- msg:

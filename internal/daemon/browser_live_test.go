@@ -168,6 +168,16 @@ func TestBrowserLiveFrames(t *testing.T) {
 	if last.Data == still.Data || last.Seq <= still.Seq {
 		t.Errorf("the frame after the change (seq %d) is the same image as before it (seq %d)", last.Seq, still.Seq)
 	}
+	// A viewer who joins while the page is still gets its newest frame at
+	// once: the page sends no other.
+	l2, err := c.DialBrowserLive(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l2.Close()
+	if joined, ok := nextFrame(t, l2, 30*time.Second); !ok || joined.Data != last.Data {
+		t.Errorf("a second viewer of a still page got frame %v (seq %d), want the newest (seq %d)", ok, joined.Seq, last.Seq)
+	}
 	if ts := time.UnixMilli(int64(changed.Timestamp)); ts.Before(before.Add(-time.Second)) {
 		t.Errorf("the changed frame's timestamp %v is before the change at %v", ts, before)
 	}
