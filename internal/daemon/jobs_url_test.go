@@ -85,6 +85,7 @@ func TestJobURL(t *testing.T) {
 		for _, req := range []apitype.CreateJobRequest{
 			{Action: "url-pdf", Options: json.RawMessage(`{"url":"http://127.0.0.1:7777/run"}`)},
 			{Action: "url-pdf", Options: json.RawMessage(`{"url":"file:///etc/passwd"}`)},
+			{Action: "url-pdf", Options: json.RawMessage(`{"url":"http://user:secret@www.test.example/"}`)},
 			{Action: "url-pdf"},
 			{Action: "url-png", Options: json.RawMessage(`{"url":"http://www.test.example/"}`),
 				Inputs: map[string]apitype.JobInput{"index.html": inline([]byte("<p>x</p>"))}},

@@ -473,8 +473,9 @@ func (o *Options) FailOnCodes() []int {
 const MaxURLBytes = 2048
 
 // CheckURL says what is wrong with a URL action's URL, or "". It is http
-// or https with a host, and not the sandbox's own loopback, where its
-// runner listens: everything else the job's egress policy decides.
+// or https with a host and no credentials, and not the sandbox's own
+// loopback, where its runner listens: everything else the job's egress
+// policy decides.
 func CheckURL(raw string) string {
 	if raw == "" {
 		return "is required: the page to render"
@@ -491,6 +492,10 @@ func CheckURL(raw string) string {
 	}
 	if u.Hostname() == "" {
 		return "must name a host"
+	}
+	if u.User != nil {
+		// The job's record keeps its options: no secret belongs there.
+		return "must not hold credentials (user:password@)"
 	}
 	if Loopback(u.Hostname()) {
 		return "must not be the job sandbox's own loopback (" + u.Hostname() + ")"

@@ -141,6 +141,7 @@ func TestCheckURL(t *testing.T) {
 		"file:///etc/passwd":           false,
 		"javascript:alert(1)":          false,
 		"ftp://example.com/":           false,
+		"https://user:pw@example.com/": false,
 		"http:///path":                 false,
 		"http://localhost:7777/":       false,
 		"http://LOCALHOST./":           false,
