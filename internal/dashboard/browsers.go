@@ -5,7 +5,6 @@ import (
 	"net/url"
 	"slices"
 
-	"github.com/berthdev/berth/client"
 	"github.com/berthdev/berth/internal/apitype"
 	"github.com/berthdev/berth/internal/errcode"
 )
@@ -21,12 +20,8 @@ type browsersPage struct {
 func (d *Dashboard) handleBrowsers(rq *req) {
 	var p browsersPage
 	sessions, err := rq.c.BrowserSessions(rq.ctx())
-	switch {
-	case client.IsCode(err, errcode.Unauthenticated):
-		d.apiFailed(rq, err)
+	if d.unavailable(rq, err, &p.Off) {
 		return
-	case err != nil:
-		p.Off = errMessage(err)
 	}
 	p.Sessions = sessions
 	// Checkpoints and recordings outlive their sessions: the key's
@@ -90,12 +85,8 @@ type templatesPage struct {
 func (d *Dashboard) handleTemplates(rq *req) {
 	var p templatesPage
 	tpls, err := rq.c.Templates(rq.ctx())
-	if err != nil {
-		if client.IsCode(err, errcode.Unauthenticated) {
-			d.apiFailed(rq, err)
-			return
-		}
-		p.Off = errMessage(err)
+	if d.unavailable(rq, err, &p.Off) {
+		return
 	}
 	p.Templates = tpls
 	if sys, err := rq.c.System(rq.ctx()); err == nil {

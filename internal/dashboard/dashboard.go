@@ -316,6 +316,21 @@ func (d *Dashboard) apiFailed(rq *req, err error) {
 	d.fail(rq.w, rq.r, err)
 }
 
+// unavailable handles the error of a call a page is built on: a key the
+// API no longer takes ends the page as apiFailed does; any other error
+// says why that capability is off here, kept in off (if it says nothing
+// yet) for the page to show. It reports whether the page must stop.
+func (d *Dashboard) unavailable(rq *req, err error, off *string) bool {
+	if client.IsCode(err, errcode.Unauthenticated) {
+		d.apiFailed(rq, err)
+		return true
+	}
+	if err != nil && *off == "" {
+		*off = errMessage(err)
+	}
+	return false
+}
+
 // errorPage is what an error page shows.
 type errorPage struct {
 	Status  int

@@ -25,17 +25,13 @@ type jobsPage struct {
 func (d *Dashboard) handleJobs(rq *req) {
 	var p jobsPage
 	actions, err := rq.c.Actions(rq.ctx())
-	switch {
-	case client.IsCode(err, errcode.Unauthenticated):
-		d.apiFailed(rq, err)
+	if d.unavailable(rq, err, &p.Off) {
 		return
-	case err != nil:
-		p.Off = errMessage(err)
 	}
 	p.Actions = actions
 	page, err := rq.c.JobsPage(rq.ctx(), client.JobFilter{Limit: pageSize, Cursor: rq.r.URL.Query().Get("cursor")})
-	if err != nil && p.Off == "" {
-		p.Off = errMessage(err)
+	if d.unavailable(rq, err, &p.Off) {
+		return
 	}
 	p.Jobs, p.NextCursor = page.Jobs, page.NextCursor
 	rq.render(d, "jobs", p)

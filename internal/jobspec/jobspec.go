@@ -333,7 +333,7 @@ func (o *Options) Validate(base string) map[string]string {
 	pdf := base == HTMLPDF || base == MarkdownPDF || base == URLPDF
 	shot := base == HTMLPNG || base == HTMLPPTX || base == URLPNG
 	html := pdf || shot
-	web := base == URLPDF || base == URLPNG
+	web := IsURLAction(base)
 	only := func(ok bool, field string, set bool) {
 		if set && !ok {
 			p["options."+field] = "is not an option of " + base
@@ -468,6 +468,10 @@ func (o *Options) FailOnCodes() []int {
 	}
 	return *o.FailOnHTTPStatusCodes
 }
+
+// IsURLAction reports whether built-in action base renders a page from
+// the network (options.url) rather than inputs.
+func IsURLAction(base string) bool { return base == URLPDF || base == URLPNG }
 
 // MaxURLBytes bounds a URL action's URL.
 const MaxURLBytes = 2048

@@ -418,7 +418,7 @@ func problems(p map[string]string) string {
 
 // run does a checked job.
 func (r *Runner) run(ctx context.Context, j *job) (*jobspec.Result, error) {
-	web := j.action == jobspec.URLPDF || j.action == jobspec.URLPNG
+	web := jobspec.IsURLAction(j.action)
 	if web {
 		// A URL action has no inputs, so nothing made the directory.
 		if err := os.MkdirAll(r.cfg.InputDir, 0o755); err != nil {

@@ -17,7 +17,7 @@ import (
 
 // web reports whether the job renders a page from the network.
 func (p *pageRun) web() bool {
-	return p.j.action == jobspec.URLPDF || p.j.action == jobspec.URLPNG
+	return jobspec.IsURLAction(p.j.action)
 }
 
 // loadURL navigates to a URL action's page and waits for its load event.
