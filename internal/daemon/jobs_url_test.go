@@ -76,6 +76,8 @@ func TestJobURL(t *testing.T) {
 	})
 	t.Run("error status", func(t *testing.T) {
 		wantFailed(t, urlJob(t, "url-pdf", map[string]any{"url": "http://www.test.example/status/404"}), "url_status")
+		// An error status with an empty body fails the navigation itself.
+		wantFailed(t, urlJob(t, "url-pdf", map[string]any{"url": "http://www.test.example/status/503?empty=1"}), "url_status")
 		j := urlJob(t, "url-pdf", map[string]any{"url": "http://www.test.example/status/404", "fail_on_http_status_codes": []int{}})
 		if txt := pdfText(t, output(t, d.Client, j, t.TempDir())); !strings.Contains(txt, "status 404") {
 			t.Errorf("text %q, want the 404 page rendered when the job accepts it", txt)

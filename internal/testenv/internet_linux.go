@@ -160,6 +160,9 @@ func NewInternet(t testing.TB) *Internet {
 			code = http.StatusBadRequest
 		}
 		w.WriteHeader(code)
+		if r.URL.Query().Has("empty") {
+			return // Chromium fails the navigation of an empty error page
+		}
 		fmt.Fprintf(w, "status %d from the test internet\n", code)
 	})
 	mux.HandleFunc("/html", func(w http.ResponseWriter, r *http.Request) {
