@@ -104,6 +104,7 @@ func (a *app) rootCommand() *cobra.Command {
 		a.keysCommand(),
 		a.tenantCommand(),
 		a.auditCommand(),
+		a.workersCommand(),
 		a.backupCommand(),
 		a.restoreCommand(),
 		a.quarantineCommand(),

@@ -19,6 +19,7 @@ import (
 
 	"github.com/berthdev/berth/internal/agent"
 	"github.com/berthdev/berth/internal/browser"
+	"github.com/berthdev/berth/internal/cluster"
 	"github.com/berthdev/berth/internal/daemon"
 	"github.com/berthdev/berth/internal/dashboard"
 	"github.com/berthdev/berth/internal/httpapi"
@@ -58,6 +59,10 @@ func (a *app) serveCommand() *cobra.Command {
 		rates                                 = httpapi.DefaultRateLimits
 		trustedProxies                        []string
 		dashboardOn, insecureCookies          bool
+		role, database, workerID, hqURL       string
+		serviceTokenFile                      string
+		workerFlags                           []string
+		workerLostAfter                       time.Duration
 	)
 	recording := &browser.RecordingConfig{} // browser_record.go
 	cmd := &cobra.Command{
@@ -128,7 +133,12 @@ sandboxes keep running and are re-adopted by the next start.`,
 			if jobCap.Global < 1 || jobCap.Tenant < 1 || jobCap.User < 1 {
 				return usageError{fmt.Errorf("--jobs-max, --jobs-max-per-tenant and --jobs-max-per-user must be at least 1")}
 			}
+			clusterCfg, err := clusterConfig(role, database, workerID, hqURL, serviceTokenFile, workerFlags, workerLostAfter, boundTenant)
+			if err != nil {
+				return usageError{err}
+			}
 			return daemon.Run(cmd.Context(), daemon.Config{
+				Cluster: clusterCfg,
 				DataDir: a.dataDir(), Listen: listen, Version: version,
 				MaxSandboxes: maxSandboxes, MaxCommands: maxCommands, MaxHistory: maxHistory,
 				OutputCap: int64(outputCap), MaxUpload: int64(maxUpload),
@@ -210,6 +220,13 @@ sandboxes keep running and are re-adopted by the next start.`,
 	f.BoolVar(&dashboardOn, "dashboard", true, "serve the web dashboard at / (docs/dashboard.md)")
 	f.BoolVar(&insecureCookies, "insecure-cookies", false,
 		"send the dashboard's session cookie without Secure, for plain HTTP other than localhost (development; TLS terminated elsewhere does not need it)")
+	f.StringVar(&role, "role", "", "cluster role: hq (the public API over workers) or worker (owns sandboxes and browsers for an HQ); \"\" runs everything here (docs/operations.md)")
+	f.StringVar(&database, "database", "", "the cluster's shared Postgres, as postgres://USER:PASSWORD@HOST:PORT/DB (with --role)")
+	f.StringVar(&workerID, "worker-id", "", "this worker's ID, as HQ's --worker names it (with --role worker)")
+	f.StringVar(&hqURL, "hq", "", "HQ's public base URL, used in the links a worker hands out (with --role worker)")
+	f.StringVar(&serviceTokenFile, "service-token-file", "", "HQ: its service secret (made if missing); worker: its credential (berth workers credential)")
+	f.StringArrayVar(&workerFlags, "worker", nil, "HQ: a worker, as ID=URL[,tenant=NAME] (repeatable): where HQ reaches it and the one tenant it serves")
+	f.DurationVar(&workerLostAfter, "worker-lost-after", 5*time.Minute, "HQ: after its lease ran out this long, a worker's resources are reported lost")
 	f.StringVar(&logFormat, "log-format", "text", "log format: text or json")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	f.IntVar(&maxSandboxes, "max-sandboxes", sandbox.DefaultMaxSandboxes, "most sandboxes at once")
@@ -325,4 +342,55 @@ func (a *app) printNextSteps(addr string, dashboard bool) {
 		fmt.Fprintf(a.stderr, "The dashboard is at http://%s/ (sign in with the key in %s).\n", addr, key)
 	}
 	fmt.Fprintln(a.stderr)
+}
+
+// clusterConfig checks the cluster flags of serve: nil for a daemon that
+// runs alone.
+func clusterConfig(role, database, workerID, hqURL, tokenFile string, workers []string, lostAfter time.Duration, tenant string) (*daemon.ClusterConfig, error) {
+	if role == "" {
+		for flag, v := range map[string]string{"--database": database, "--worker-id": workerID, "--hq": hqURL, "--service-token-file": tokenFile} {
+			if v != "" {
+				return nil, fmt.Errorf("%s needs --role hq or --role worker", flag)
+			}
+		}
+		if len(workers) > 0 {
+			return nil, fmt.Errorf("--worker needs --role hq")
+		}
+		return nil, nil
+	}
+	if role != daemon.RoleHQ && role != daemon.RoleWorker {
+		return nil, fmt.Errorf("--role %q: want hq or worker", role)
+	}
+	if !strings.HasPrefix(database, "postgres://") && !strings.HasPrefix(database, "postgresql://") {
+		return nil, fmt.Errorf("--role %s needs --database postgres://... (the cluster's shared Postgres; make postgres starts one)", role)
+	}
+	if tokenFile == "" {
+		return nil, fmt.Errorf("--role %s needs --service-token-file", role)
+	}
+	c := &daemon.ClusterConfig{Role: role, Database: database, ServiceTokenFile: tokenFile, LostAfter: lostAfter}
+	switch role {
+	case daemon.RoleHQ:
+		if workerID != "" || hqURL != "" {
+			return nil, fmt.Errorf("--worker-id and --hq are a worker's flags")
+		}
+		if tenant != "" {
+			return nil, fmt.Errorf("--tenant binds a worker (or a daemon alone) to a tenant, not HQ: pin the worker with --worker ID=URL,tenant=NAME")
+		}
+		for _, w := range workers {
+			wc, err := cluster.ParseWorker(w)
+			if err != nil {
+				return nil, err
+			}
+			c.Workers = append(c.Workers, wc)
+		}
+	case daemon.RoleWorker:
+		if len(workers) > 0 {
+			return nil, fmt.Errorf("--worker is HQ's flag; a worker names itself with --worker-id")
+		}
+		if err := cluster.ValidWorkerID(workerID); err != nil {
+			return nil, fmt.Errorf("--worker-id: %w", err)
+		}
+		c.WorkerID, c.HQURL = workerID, hqURL
+	}
+	return c, nil
 }

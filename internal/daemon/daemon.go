@@ -124,6 +124,9 @@ type Config struct {
 	// Ready, if set, is called with the listening address once the daemon
 	// serves.
 	Ready func(addr string)
+	// Cluster, when set, makes the daemon a cluster's HQ or a worker
+	// (cluster.go); nil runs everything here.
+	Cluster *ClusterConfig
 }
 
 // Info is what the daemon writes to <data>/daemon.json for local tools.
@@ -173,6 +176,9 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := os.Chmod(dataDir, 0o700); err != nil {
 		return fmt.Errorf("making the data directory private: %w", err)
 	}
+	if cfg.Cluster != nil && cfg.Cluster.Role == RoleHQ {
+		return runHQ(ctx, cfg, dataDir, log)
+	}
 	// Before the database is opened (and an admin key made in it): an
 	// empty database beside sandbox directories lost its state.
 	if err := checkNotEmpty(ctx, dataDir, cfg.AllowEmptyDatabase, log); err != nil {
@@ -197,6 +203,17 @@ func Run(ctx context.Context, cfg Config) error {
 		log.Info("admin key", "path", keyPath)
 	}
 
+	var worker *workerSide
+	tenantDB := db // where tenants' limits are read
+	if cfg.Cluster != nil {
+		if worker, err = openWorker(ctx, cfg.Cluster, cfg.Tenant, db); err != nil {
+			return err
+		}
+		defer worker.db.Close()
+		tenantDB = worker.db
+		// HQ signs in people and limits rates; a worker serves HQ only.
+		cfg.Dashboard.Off, cfg.RateLimits = true, &httpapi.RateLimits{}
+	}
 	defaultTenant, err := bindTenant(ctx, dataDir, cfg.Tenant, db)
 	if err != nil {
 		return err
@@ -207,7 +224,7 @@ func Run(ctx context.Context, cfg Config) error {
 		log.Info("released idempotency keys whose request a previous daemon did not finish", "keys", n)
 	}
 	tenantLimits := func(ctx context.Context, id string) (tenant.Limits, error) {
-		t, err := db.GetTenant(ctx, id)
+		t, err := tenantDB.GetTenant(ctx, id)
 		if errcode.Is(err, errcode.NotFound) {
 			return tenant.Limits{}, nil // removed while its last call ran
 		}
@@ -326,7 +343,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	api := httpapi.New(httpapi.Config{
+	apiCfg := httpapi.Config{
 		Version: cfg.Version, DataDir: dataDir, MaxUpload: mgr.Config().MaxUpload,
 		Logger: log, Sandboxes: mgr, Browsers: browsers, Jobs: jobSvc, Keys: keys, DB: db,
 		PreviewDomain: strings.ToLower(strings.Trim(cfg.PreviewDomain, ".")), PreviewSecret: previewSecret,
@@ -334,7 +351,11 @@ func Run(ctx context.Context, cfg Config) error {
 		Tenants:    db, DefaultTenant: defaultTenant, BoundTenant: cfg.Tenant, TenantMode: cfg.TenantMode,
 		Audit: db, Idempotency: db, Sealer: sealer, RateLimits: cfg.RateLimits,
 		StationID: cfg.StationID, Dashboard: dashboardOf(cfg.Dashboard, log),
-	})
+	}
+	if worker != nil {
+		apiCfg.Worker = worker.verifier
+	}
+	api := httpapi.New(apiCfg)
 	defer api.Close()
 	revocations, stopRevocations := context.WithCancel(context.Background())
 	defer stopRevocations()
@@ -376,12 +397,18 @@ func Run(ctx context.Context, cfg Config) error {
 	// sandboxes the drain would miss), and the manager, which recovered
 	// the sandboxes before anything could use them, stops last.
 	ps := &parts{log: log}
-	if err := ps.start(ctx,
-		part{name: "sandboxes", start: mgr.Start, stop: mgr.Stop, stopTimeout: time.Minute},
-		part{name: "browsers", start: browsers.Start, stop: browsers.Stop, stopTimeout: 30 * time.Second},
-		part{name: "jobs", start: jobSvc.Start, stop: jobSvc.Stop, stopTimeout: 30 * time.Second},
+	all := []part{
+		{name: "sandboxes", start: mgr.Start, stop: mgr.Stop, stopTimeout: time.Minute},
+		{name: "browsers", start: browsers.Start, stop: browsers.Stop, stopTimeout: 30 * time.Second},
+		{name: "jobs", start: jobSvc.Start, stop: jobSvc.Stop, stopTimeout: 30 * time.Second},
 		serve,
-	); err != nil {
+	}
+	if worker != nil {
+		// The lease is taken once the API serves, and given up before it
+		// stops: HQ sends nothing to a worker that cannot answer.
+		all = append(all, worker.member(cfg.Cluster, cfg, mgr, browsers, log))
+	}
+	if err := ps.start(ctx, all...); err != nil {
 		ln.Close()
 		return err
 	}

@@ -54,6 +54,8 @@ func reason(code Code, name string) Reason {
 
 // Reasons of Invalid (400).
 var (
+	ServiceTokenInvalid    = reason(Invalid, "service_token_invalid")
+	WorkerConfigInvalid    = reason(Invalid, "worker_config_invalid")
 	BlobDigestMismatch     = reason(Invalid, "blob_digest_mismatch")
 	BodyDuplicateField     = reason(Invalid, "body_duplicate_field")
 	BodyFieldCase          = reason(Invalid, "body_field_case")
@@ -106,6 +108,9 @@ var (
 	PreviewLinkInvalid   = reason(Unauthenticated, "preview_link_invalid")
 	PreviewTokenRequired = reason(Unauthenticated, "preview_token_required")
 	DashboardSignedOut   = reason(Unauthenticated, "dashboard_signed_out")
+	// ServiceCredentialInvalid: a request to a worker without HQ's valid
+	// assertion (internal/cluster).
+	ServiceCredentialInvalid = reason(Unauthenticated, "service_credential_invalid")
 )
 
 // Reasons of PermissionDenied (403).
@@ -119,6 +124,7 @@ var (
 
 // Reasons of NotFound (404).
 var (
+	WorkerNotFound          = reason(NotFound, "worker_not_found")
 	ActionMissing           = reason(NotFound, "ACTION_MISSING")
 	BackupNotFound          = reason(NotFound, "backup_not_found")
 	CommandNotFound         = reason(NotFound, "command_not_found")
@@ -150,6 +156,8 @@ var (
 
 // Reasons of Conflict (409).
 var (
+	// ResourceLost: the worker that owned it is gone past its lease.
+	ResourceLost           = reason(Conflict, "resource_lost")
 	BackupFileExists       = reason(Conflict, "backup_file_exists")
 	BusinessIDConflict     = reason(Conflict, "business_id_conflict")
 	BusinessIDTaken        = reason(Conflict, "business_id_taken")
@@ -243,6 +251,8 @@ var (
 
 // Reasons of Unimplemented (501).
 var (
+	// ClusterUnsupported: what a cluster's HQ does not serve yet.
+	ClusterUnsupported         = reason(Unimplemented, "cluster_unsupported")
 	CheckpointUnsupported      = reason(Unimplemented, "checkpoint_unsupported")
 	DigestUnsupported          = reason(Unimplemented, "digest_unsupported")
 	FFmpegUnavailable          = reason(Unimplemented, "ffmpeg_unavailable")
@@ -255,6 +265,9 @@ var (
 	RuntimeUnsupported         = reason(Unimplemented, "runtime_unsupported")
 	StationMethodUnimplemented = reason(Unimplemented, "station_method_unimplemented")
 	UIDRegistryUnsupported     = reason(Unimplemented, "uid_registry_unsupported")
+	// SQLiteOnly: a tool of the embedded SQLite file (inspect, backup,
+	// restore) given a Postgres database.
+	SQLiteOnly = reason(Unimplemented, "sqlite_only")
 )
 
 // Reasons of Unavailable (503).
@@ -275,6 +288,14 @@ var (
 	RuntimeUnbound      = reason(Unavailable, "RUNTIME_UNBOUND")
 	VersionMismatch     = reason(Unavailable, "VERSION_MISMATCH")
 	WorkerUnavailable   = reason(Unavailable, "WORKER_UNAVAILABLE")
+	// The cluster (internal/cluster): the owner of a resource is offline;
+	// a forwarded mutation whose outcome nobody knows; a draining worker;
+	// no worker with the capability and room; the shared database down.
+	OwnerUnavailable    = reason(Unavailable, "owner_unavailable")
+	OwnerOutcomeUnknown = reason(Unavailable, "owner_outcome_unknown")
+	WorkerDraining      = reason(Unavailable, "worker_draining")
+	NoWorkerAvailable   = reason(Unavailable, "no_worker_available")
+	DatabaseUnavailable = reason(Unavailable, "database_unavailable")
 )
 
 // Reasons of DeadlineExceeded (504).

@@ -37,6 +37,10 @@ func (s *Server) handleReadyz() http.Handler {
 
 func (s *Server) handleSystem() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.cfg.Cluster != nil {
+			s.hqSystem(w, r)
+			return
+		}
 		m := s.cfg.Sandboxes
 		cfg := m.Config()
 		out := apitype.System{

@@ -121,6 +121,10 @@ func (s *Server) parsePreviewHost(host string) (previewTarget, bool) {
 func (s *Server) withPreviews(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if t, ok := s.parsePreviewHost(r.Host); ok {
+			if s.cfg.Cluster != nil {
+				s.forwardPreview(w, r, t)
+				return
+			}
 			s.servePreview(w, r, t)
 			return
 		}

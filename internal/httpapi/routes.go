@@ -22,6 +22,7 @@ const (
 // routes is the whole HTTP surface of the daemon, one line per route.
 func (s *Server) routes() []route {
 	mcpH := s.handleMCP()
+	drain, undrain := true, false
 	rs := []route{
 		{"GET /healthz", public, s.handleHealthz()},
 		{"GET /readyz", public, s.handleReadyz()},
@@ -154,6 +155,12 @@ func (s *Server) routes() []route {
 		{"PATCH /v1/tenants/{id}", admin, s.handleSetTenant()},
 		{"DELETE /v1/tenants/{id}", admin, s.handleDeleteTenant()},
 		{"GET /v1/audit", read, s.handleAudit()},
+
+		// A cluster's workers (cluster.go): HQ's view of them.
+		{"GET /v1/workers", admin, s.handleListWorkers()},
+		{"GET /v1/workers/{id}", admin, s.handleWorker(nil)},
+		{"POST /v1/workers/{id}/drain", admin, s.handleWorker(&drain)},
+		{"POST /v1/workers/{id}/undrain", admin, s.handleWorker(&undrain)},
 
 		// MCP over streamable HTTP (mcp.go); each tool call needs the
 		// scope of the routes it calls.

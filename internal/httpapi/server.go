@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/berthdev/berth/internal/apitype"
 	"github.com/berthdev/berth/internal/auth"
+	"github.com/berthdev/berth/internal/cluster"
 	"github.com/berthdev/berth/internal/browser"
 	"github.com/berthdev/berth/internal/errcode"
 	"github.com/berthdev/berth/internal/ident"
@@ -84,6 +86,13 @@ type Config struct {
 	// over the server it is given, which its pages call in process; it is
 	// mounted at dashboardPaths (routes.go). Nil serves no dashboard.
 	Dashboard func(api http.Handler) http.Handler
+	// Cluster, when set, makes this server a cluster's Headquarters
+	// (cluster.go): what runs is forwarded to the worker that owns it, and
+	// Sandboxes, Browsers and Jobs are nil.
+	Cluster *cluster.HQ
+	// Worker, when set, makes this server a cluster's worker: requests
+	// carry HQ's assertion instead of a key (cluster.go).
+	Worker *cluster.Verifier
 }
 
 // Server serves the API.
@@ -98,6 +107,7 @@ type Server struct {
 	reqDur         *prometheus.HistogramVec
 	handler        http.Handler
 	toolsets       toolsets // the MCP endpoint's (mcp.go)
+	tenantNames    sync.Map // a Headquarters' tenant names by ID (cluster.go)
 }
 
 // New builds the server and its route table.
@@ -114,6 +124,9 @@ func New(cfg Config) *Server {
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "berth_sandboxes_running", Help: "Sandboxes in the running state.",
 		}, func() float64 {
+			if cfg.Sandboxes == nil {
+				return 0 // a Headquarters runs none
+			}
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			defer cancel()
 			counts, err := cfg.Sandboxes.Count(ctx)
@@ -161,7 +174,14 @@ func New(cfg Config) *Server {
 	}
 	for _, r := range s.routes() {
 		_, path, _ := cutSpace(r.pattern)
-		h := s.guard(ownerOf(path), r.handler)
+		var h http.Handler
+		if _, forwarded := clusterKinds[ownerOf(path)]; forwarded && cfg.Cluster != nil {
+			h = s.clustered(r.pattern, r.handler) // checks the owner's tenant itself
+		} else if cfg.Cluster != nil {
+			h = s.guard(ownerOf(path), s.clustered(r.pattern, r.handler))
+		} else {
+			h = s.guard(ownerOf(path), r.handler)
+		}
 		if r.access != public {
 			h = s.authenticate(s.throttleKey(r.pattern, s.audited(r.pattern, s.authorize(r.access, s.idempotent(r.pattern, h)))))
 			h = s.throttleSource(h)
@@ -336,6 +356,10 @@ func (s *Server) rejectQueryCredentials(next http.Handler) http.Handler {
 // under a context its revocation cancels.
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.cfg.Worker != nil {
+			s.authenticateHQ(next, w, r)
+			return
+		}
 		authz := r.Header.Get("Authorization")
 		if isGotenbergPath(r.URL.Path) {
 			authz = gotenbergAuthorization(r) // the key as a Basic-auth password too

@@ -60,6 +60,7 @@ const (
 	ownsTemplate   ownerKind = "template" // the handler looks it up in the key's tenant
 	ownsKey        ownerKind = "key"      // admin routes
 	ownsTenant     ownerKind = "tenant"   // admin routes, and a tenant's own
+	ownsWorker     ownerKind = "worker"   // admin routes
 )
 
 // ownerOf returns the kind of resource path's ID names, "" for a path
@@ -86,6 +87,8 @@ func ownerOf(path string) ownerKind {
 		return ownsKey
 	case strings.HasPrefix(path, "/v1/tenants/{id}"):
 		return ownsTenant
+	case strings.HasPrefix(path, "/v1/workers/{id}"):
+		return ownsWorker
 	case path == "/v1/actions/{name}", path == "/v1/convert/{action}":
 		return "" // the action catalogue: the same for every tenant
 	case strings.HasPrefix(path, "/live/{token}"):

@@ -17,6 +17,10 @@ func tenantView(t *tenant.Tenant) apitype.Tenant {
 
 // usage is what tenant t holds now, across sandboxes, browsers and jobs.
 func (s *Server) usage(r *http.Request, id string) (apitype.TenantUsage, error) {
+	if s.cfg.Cluster != nil {
+		l, err := s.cfg.Cluster.Usage(r.Context(), id)
+		return apitype.TenantUsage{Sandboxes: l.Sandboxes, BrowserSessions: l.BrowserSessions}, err
+	}
 	u, err := s.cfg.Sandboxes.Usage(r.Context(), id)
 	if err != nil {
 		return apitype.TenantUsage{}, err

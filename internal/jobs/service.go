@@ -22,9 +22,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/riverdriver/riversqlite"
 	"github.com/riverqueue/river/rivermigrate"
+	"github.com/riverqueue/river/rivertype"
 
 	"github.com/berthdev/berth/internal/apitype"
 	"github.com/berthdev/berth/internal/browser"
@@ -83,6 +87,11 @@ type Config struct {
 	// Profiles overrides profile defaults (tests shorten timeouts).
 	Profiles map[string]Profile
 	Logger   *slog.Logger
+	// RiverPool, when set, is a pgx pool on the Postgres database (a
+	// cluster's): River keeps its queue there through riverpgxv5, so a
+	// job is queued once and any worker may run it, and New's riverDB is
+	// unused. Nil: River runs on riverDB, the SQLite database.
+	RiverPool *pgxpool.Pool
 }
 
 // DefaultRetention keeps finished jobs a week.
@@ -110,7 +119,7 @@ type Service struct {
 	blobs    *Blobs
 	mgr      *sandbox.Manager
 	riverDB  *sql.DB
-	river    *river.Client[*sql.Tx]
+	river    queue
 	actions  map[string]*action
 	profiles map[string]Profile
 	pools    map[string]*runtimePool
@@ -132,7 +141,8 @@ type Service struct {
 var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,63}$`)
 
 // New returns the job service. riverDB is River's own pool on the
-// daemon's database; it needs one connection at most.
+// daemon's SQLite database; it needs one connection at most. On Postgres
+// (cfg.RiverPool set) it is unused and may be nil.
 func New(cfg Config, store Store, riverDB *sql.DB, mgr *sandbox.Manager) (*Service, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -190,14 +200,6 @@ func (s *Service) Blobs() *Blobs { return s.blobs }
 // unfinished, and starts the queue consumer, the runtime pools and the
 // sweeper. It returns once they run.
 func (s *Service) Start(ctx context.Context) error {
-	driver := riversqlite.New(s.riverDB)
-	migrator, err := rivermigrate.New(driver, &rivermigrate.Config{Logger: quietLogger(s.log)})
-	if err != nil {
-		return err
-	}
-	if _, err := migrator.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
-		return fmt.Errorf("migrating the job queue: %w", err)
-	}
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &worker{s: s})
 	rc := &river.Config{
@@ -217,9 +219,14 @@ func (s *Service) Start(ctx context.Context) error {
 	if s.cfg.Workers {
 		rc.Queues = map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: s.cfg.Capacity.Global}}
 	}
-	s.river, err = river.NewClient(driver, rc)
+	var err error
+	if s.cfg.RiverPool != nil {
+		s.river, err = newPostgresQueue(ctx, s.cfg.RiverPool, rc)
+	} else {
+		s.river, err = newSQLiteQueue(ctx, s.riverDB, rc)
+	}
 	if err != nil {
-		return fmt.Errorf("starting the job queue: %w", err)
+		return err
 	}
 	if err := s.recover(ctx); err != nil {
 		return fmt.Errorf("recovering jobs: %w", err)
@@ -265,6 +272,84 @@ func (s *Service) Stop(ctx context.Context) error {
 		s.stop()
 	}
 	s.wg.Wait()
+	return err
+}
+
+// queue is River's client on either driver (the type parameter is the
+// driver's transaction type): the calls the service makes.
+type queue interface {
+	Start(ctx context.Context) error
+	StopAndCancel(ctx context.Context) error
+	Insert(ctx context.Context, args river.JobArgs, opts *river.InsertOpts) (*rivertype.JobInsertResult, error)
+	JobCancel(ctx context.Context, jobID int64) (*rivertype.JobRow, error)
+	JobGet(ctx context.Context, id int64) (*rivertype.JobRow, error)
+}
+
+var (
+	_ queue = (*river.Client[*sql.Tx])(nil)
+	_ queue = (*river.Client[pgx.Tx])(nil)
+)
+
+// newSQLiteQueue migrates River's tables in the SQLite database and
+// returns its client there.
+func newSQLiteQueue(ctx context.Context, db *sql.DB, rc *river.Config) (queue, error) {
+	driver := riversqlite.New(db)
+	migrator, err := rivermigrate.New(driver, &rivermigrate.Config{Logger: rc.Logger})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := migrator.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
+		return nil, fmt.Errorf("migrating the job queue: %w", err)
+	}
+	c, err := river.NewClient(driver, rc)
+	if err != nil {
+		return nil, fmt.Errorf("starting the job queue: %w", err)
+	}
+	return c, nil
+}
+
+// riverMigrationLock is the Postgres advisory lock River's migrations
+// hold: workers that start together migrate in turn, not into each other.
+const riverMigrationLock = 0x62657274_68000002 // "berth", 2
+
+// newPostgresQueue migrates River's tables in the Postgres database and
+// returns its client there. The migrations run while one connection holds
+// riverMigrationLock (a session lock: River applies each version in a
+// transaction of its own, and some cannot share one, as an enum value
+// added and then used); the server releases it if this process dies.
+func newPostgresQueue(ctx context.Context, pool *pgxpool.Pool, rc *river.Config) (queue, error) {
+	driver := riverpgxv5.New(pool)
+	migrator, err := rivermigrate.New(driver, &rivermigrate.Config{Logger: rc.Logger})
+	if err != nil {
+		return nil, err
+	}
+	if err := migratePostgresQueue(ctx, pool, migrator); err != nil {
+		return nil, fmt.Errorf("migrating the job queue: %w", err)
+	}
+	c, err := river.NewClient(driver, rc)
+	if err != nil {
+		return nil, fmt.Errorf("starting the job queue: %w", err)
+	}
+	return c, nil
+}
+
+func migratePostgresQueue(ctx context.Context, pool *pgxpool.Pool, migrator *rivermigrate.Migrator[pgx.Tx]) error {
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1)`, int64(riverMigrationLock)); err != nil {
+		return err
+	}
+	defer func() {
+		if _, err := conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, int64(riverMigrationLock)); err != nil {
+			// Unsure whether it still holds the lock: close it, which
+			// releases it.
+			_ = conn.Conn().Close(context.WithoutCancel(ctx))
+		}
+	}()
+	_, err = migrator.Migrate(ctx, rivermigrate.DirectionUp, nil)
 	return err
 }
 

@@ -429,6 +429,7 @@ func idOf(path string) string {
 		{"/v1/jobs/", "The job's ID (job_...)."},
 		{"/v1/keys/", "The key's ID (key_...)."},
 		{"/v1/tenants/", "The tenant's ID (ten_...) or name."},
+		{"/v1/workers/", "The worker's ID (serve --worker-id; 1-63 of a-z, 0-9 and '-')."},
 	} {
 		if strings.HasPrefix(path, k.prefix) {
 			return k.what

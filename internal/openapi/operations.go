@@ -252,6 +252,22 @@ func described() map[string]op {
 			query: []param{qString("tenant", "Admin keys: only this tenant's entries (empty: the operator's own)."),
 				limitParam, cursorParam},
 			ok: []result{jsonOut[apitype.AuditLog](200, "")}},
+
+		// A cluster's workers, as its Headquarters sees them.
+		"GET /v1/workers": {id: "listWorkers", summary: "List a cluster's workers: identity, status, lease, capabilities, load",
+			desc: "HQ (serve --role hq) lists the workers its configuration names, by ID; a single daemon " +
+				"(berth serve alone) answers role single and no workers.",
+			ok: []result{jsonOut[apitype.WorkerList](200, "")}},
+		"GET /v1/workers/{id}": {id: "getWorker", summary: "Get a worker",
+			desc: "404 worker_not_found for an ID HQ's configuration does not name (every ID on a single daemon).",
+			ok:   []result{jsonOut[apitype.Worker](200, "")}},
+		"POST /v1/workers/{id}/drain": {id: "drainWorker", summary: "Drain a worker: no new work there",
+			desc: "No new sandbox or browser session is placed there, and what would start new work on its resources " +
+				"(a command, a browser action, a resume, a file write) answers 503 worker_draining; reading, cancel, stop, " +
+				"pause, hibernate, delete and close still work. Draining a draining worker changes nothing.",
+			ok: []result{jsonOut[apitype.Worker](200, "The worker, draining.")}},
+		"POST /v1/workers/{id}/undrain": {id: "undrainWorker", summary: "Let a drained worker take new work again",
+			ok: []result{jsonOut[apitype.Worker](200, "The worker, no longer draining.")}},
 	}
 	maps.Copy(ops, browserOperations())
 	maps.Copy(ops, gotenbergOperations())

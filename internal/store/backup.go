@@ -36,6 +36,9 @@ func (s Summary) Empty() bool {
 // missing or zero-length file is an empty Summary; a file that is not a
 // SQLite database is an Invalid error with reason not_a_berth_database.
 func Inspect(ctx context.Context, path string) (Summary, error) {
+	if err := sqliteOnly("inspect", path); err != nil {
+		return Summary{}, err
+	}
 	fi, err := os.Stat(path)
 	if errors.Is(err, fs.ErrNotExist) || (err == nil && fi.Size() == 0) {
 		return Summary{}, nil
@@ -55,6 +58,9 @@ func Inspect(ctx context.Context, path string) (Summary, error) {
 // SQLite's quick_check passes, it has Berth's schema, and no migration
 // newer than this build's. It returns the file's Summary.
 func Verify(ctx context.Context, path string) (Summary, error) {
+	if err := sqliteOnly("verify", path); err != nil {
+		return Summary{}, err
+	}
 	db, err := openExisting(path)
 	if err != nil {
 		return Summary{}, err
@@ -97,6 +103,9 @@ func Verify(ctx context.Context, path string) (Summary, error) {
 // The copy is made beside dst and linked into place only once complete
 // and synced. It returns the copy's Summary.
 func Backup(ctx context.Context, src, dst string) (Summary, error) {
+	if err := sqliteOnly("back up", src); err != nil {
+		return Summary{}, err
+	}
 	if _, err := Verify(ctx, src); err != nil {
 		return Summary{}, err
 	}
@@ -136,6 +145,16 @@ func Backup(ctx context.Context, src, dst string) (Summary, error) {
 		return Summary{}, fmt.Errorf("writing %s: %w", dst, err)
 	}
 	return s, syncFile(filepath.Dir(dst))
+}
+
+// sqliteOnly refuses a Postgres target of a SQLite file tool with
+// sqlite_only: a Postgres URL is no path, and is never read as a missing
+// (empty) file.
+func sqliteOnly(what, target string) error {
+	if IsPostgres(target) {
+		return errcode.SQLiteOnly.New("cannot %s a Postgres database: this works on Berth's embedded SQLite file; use pg_dump and pg_restore", what)
+	}
+	return nil
 }
 
 // openExisting opens the SQLite file at path for reading and writing

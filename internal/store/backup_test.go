@@ -26,11 +26,11 @@ func copyFile(t *testing.T, src, dst string) {
 	}
 }
 
-// TestBackupHoldsTheWAL backs up a database whose writes are still only
+// TestSQLiteBackupHoldsTheWAL backs up a database whose writes are still only
 // in its write-ahead log (a live daemon's): the backup has them. The
 // positive control copies berth.db alone, which is empty, so the writes
 // really were in the WAL.
-func TestBackupHoldsTheWAL(t *testing.T) {
+func TestSQLiteBackupHoldsTheWAL(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -77,9 +77,9 @@ func TestBackupHoldsTheWAL(t *testing.T) {
 	}
 }
 
-// TestBackupNeverOverwrites checks that a backup onto an existing file
+// TestSQLiteBackupNeverOverwrites checks that a backup onto an existing file
 // fails and leaves the file as it was.
-func TestBackupNeverOverwrites(t *testing.T) {
+func TestSQLiteBackupNeverOverwrites(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -112,9 +112,9 @@ func TestBackupNeverOverwrites(t *testing.T) {
 	}
 }
 
-// TestVerifyRefuses checks that files which are not a Berth database this
+// TestSQLiteVerifyRefuses checks that files which are not a Berth database this
 // build can open are refused with a specific reason.
-func TestVerifyRefuses(t *testing.T) {
+func TestSQLiteVerifyRefuses(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -166,11 +166,11 @@ func TestVerifyRefuses(t *testing.T) {
 	}
 }
 
-// TestOpenMakesFilesPrivate checks that the database and its -wal and -shm
+// TestSQLiteOpenMakesFilesPrivate checks that the database and its -wal and -shm
 // are 0600 whatever the umask, including a database file an older version
 // left 0644. The positive control is a database SQLite creates on its own
 // in the same directory: 0644, so the modes are Open's doing.
-func TestOpenMakesFilesPrivate(t *testing.T) {
+func TestSQLiteOpenMakesFilesPrivate(t *testing.T) {
 	// Not parallel: it sets the process umask.
 	old := syscall.Umask(0o022)
 	defer syscall.Umask(old)
@@ -217,9 +217,9 @@ func TestOpenMakesFilesPrivate(t *testing.T) {
 	}
 }
 
-// TestInspectMissing checks that a missing database is empty, and that
+// TestSQLiteInspectMissing checks that a missing database is empty, and that
 // Inspect does not create it.
-func TestInspectMissing(t *testing.T) {
+func TestSQLiteInspectMissing(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "berth.db")
 	s, err := store.Inspect(context.Background(), path)

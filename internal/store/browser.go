@@ -91,6 +91,9 @@ func (db *DB) BrowserJournal(ctx context.Context, session string, after int64, l
 // PutBrowserCheckpoint stores a checkpoint unless its tenant has max.
 func (db *DB) PutBrowserCheckpoint(ctx context.Context, c browser.Checkpoint, max int) error {
 	return db.tx(ctx, func(tx *sql.Tx) error {
+		if err := db.lockKey(ctx, tx, "checkpoints:"+c.Tenant); err != nil {
+			return err
+		}
 		var n int
 		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM browser_checkpoints WHERE tenant_id = $1`, c.Tenant).Scan(&n); err != nil {
 			return err

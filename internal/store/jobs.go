@@ -78,7 +78,8 @@ func (db *DB) InsertJob(ctx context.Context, j *jobs.Job, ev apitype.JobEvent) e
 		}
 		return insertEvent(ctx, tx, j.ID, ev)
 	})
-	if err != nil && strings.Contains(err.Error(), "UNIQUE constraint failed: jobs.tenant, jobs.business_key") {
+	if err != nil && (strings.Contains(err.Error(), "UNIQUE constraint failed: jobs.tenant, jobs.business_key") ||
+		strings.Contains(err.Error(), `unique constraint "jobs_by_business"`)) {
 		return errcode.BusinessIDTaken.New("business_id %q is in use", j.BusinessID)
 	}
 	return err
@@ -186,6 +187,11 @@ func (db *DB) JobsInStates(ctx context.Context, states ...string) ([]*jobs.Job, 
 func (db *DB) ChangeJob(ctx context.Context, id string, c jobs.Change) (*jobs.Job, error) {
 	var out *jobs.Job
 	err := db.tx(ctx, func(tx *sql.Tx) error {
+		// It reads, checks, then writes: on Postgres, changes of one job
+		// take turns.
+		if err := db.lockKey(ctx, tx, "job:"+id); err != nil {
+			return err
+		}
 		j, err := scanJob(tx.QueryRowContext(ctx, `SELECT `+jobColumns+` FROM jobs WHERE id = $1`, id))
 		if err != nil {
 			return notFound(err, errcode.JobNotFound, "job", id)

@@ -107,9 +107,17 @@ func (db *DB) SetSandboxState(ctx context.Context, id, state, reason string, age
 // ClaimPooled takes the oldest running sandbox out of pool for claim.
 func (db *DB) ClaimPooled(ctx context.Context, pool string, claim *sandbox.Sandbox) (*sandbox.Sandbox, error) {
 	t := now()
+	// On Postgres concurrent claims skip each other's sandbox (SQLite's
+	// writers take turns), and the outer pool test keeps a sandbox from
+	// being claimed twice in any case.
+	skip := ""
+	if db.dialect == Postgres {
+		skip = " FOR UPDATE SKIP LOCKED"
+	}
 	sb, err := scanSandbox(db.w.QueryRowContext(ctx, `UPDATE sandboxes
 		SET pool = '', name = $1, env = $2, labels = $3, idle = $4, created_at = $5, updated_at = $5, tenant_id = $7
-		WHERE id = (SELECT id FROM sandboxes WHERE pool = $6 AND state = 'running' ORDER BY created_at, id LIMIT 1)
+		WHERE id = (SELECT id FROM sandboxes WHERE pool = $6 AND state = 'running' ORDER BY created_at, id LIMIT 1`+skip+`)
+			AND pool = $6
 		RETURNING `+sandboxColumns,
 		nullString(claim.Name), mustJSON(claim.Env), mustJSON(claim.Labels), mustJSON(claim.Idle), t, pool, claim.Tenant))
 	if isUnique(err) {
@@ -124,9 +132,20 @@ func (db *DB) DeleteSandbox(ctx context.Context, id string) error {
 	return err
 }
 
-// InsertCommand stores a new command record, whatever its status.
+// InsertCommand stores a new command record, whatever its status. Its
+// seq is one more than the sandbox's newest; on Postgres inserts into one
+// sandbox take turns so that no two get the same.
 func (db *DB) InsertCommand(ctx context.Context, c *sandbox.CommandRecord) error {
-	_, err := db.w.ExecContext(ctx, `INSERT INTO commands
+	return db.tx(ctx, func(tx *sql.Tx) error {
+		if err := db.lockKey(ctx, tx, "commands:"+c.SandboxID); err != nil {
+			return err
+		}
+		return insertCommand(ctx, tx, c)
+	})
+}
+
+func insertCommand(ctx context.Context, tx *sql.Tx, c *sandbox.CommandRecord) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO commands
 		(id, sandbox_id, command, argv, cwd, timeout_ms, status, reason, exit_code, signal, started_at, finished_at,
 		 stdout_bytes, stderr_bytes, stdout_truncated, stderr_truncated, seq)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16,

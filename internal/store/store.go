@@ -1,10 +1,19 @@
-// Package store persists Berth's state in SQLite (the embedded default)
-// with SQL written to run on Postgres too. It implements the small Store
-// interfaces the domain packages declare.
+// Package store persists Berth's state in SQLite (the embedded default) or
+// in Postgres (a cluster's shared database), with one SQL text for both
+// wherever it can. It implements the small Store interfaces the domain
+// packages declare.
 //
-// Durability: the database runs in WAL mode with synchronous=FULL, so a
-// committed transaction survives power loss; every method commits before it
-// returns. Migrations are embedded and each runs in its own transaction.
+// Durability: SQLite runs in WAL mode with synchronous=FULL, so a committed
+// transaction survives power loss; every method commits before it returns.
+// Migrations are embedded and each runs in its own transaction.
+//
+// The migrations are written once, in the types both engines read alike,
+// and translated for Postgres as they run (see pgSchema): INTEGER becomes
+// BIGINT (sizes, byte counts and timeouts pass 2^31), BLOB becomes BYTEA,
+// and TEXT compares bytewise (COLLATE "C"), as SQLite's does, so that
+// orders and comparisons are the same on both whatever the server's
+// locale. A file in migrations/postgres/ replaces the migration of the
+// same name on Postgres where SQLite needs SQL Postgres refuses.
 package store
 
 import (
@@ -16,33 +25,58 @@ import (
 	"io/fs"
 	"net/url"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
 
-	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
+	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
+	_ "modernc.org/sqlite"             // the "sqlite" database/sql driver
 
 	"github.com/berthdev/berth/internal/errcode"
 )
 
-//go:embed migrations/*.sql
+//go:embed migrations/*.sql migrations/postgres/*.sql
 var migrations embed.FS
+
+// The dialects a DB speaks, as Dialect returns them.
+const (
+	SQLite   = "sqlite"
+	Postgres = "postgres"
+)
 
 // DB is Berth's database.
 //
 // SQLite has one writer at a time. Writes go through a pool of one
 // connection, so writers queue in Go; left to SQLite's busy handler they
 // would sleep in steps of milliseconds. Reads use a pool of their own,
-// which WAL lets run beside the writer.
+// which WAL lets run beside the writer. On Postgres one pool serves both.
 type DB struct {
-	db *sql.DB // reads
-	w  *sql.DB // writes and transactions
+	db      *sql.DB // reads
+	w       *sql.DB // writes and transactions; db itself on Postgres
+	dialect string  // SQLite or Postgres
 }
 
-// Open opens (creating if needed) the SQLite database at path and brings
-// its schema up to date. The database and its -wal and -shm files are
+// postgresConns bounds a Postgres pool: enough for a busy worker, few
+// enough that several workers and HQ share one server's default 100.
+const postgresConns = 16
+
+// IsPostgres reports whether target (Open's argument) names a Postgres
+// database: a postgres:// or postgresql:// URL. Anything else is a SQLite
+// file's path.
+func IsPostgres(target string) bool {
+	return strings.HasPrefix(target, "postgres://") || strings.HasPrefix(target, "postgresql://")
+}
+
+// Open opens the database at target and brings its schema up to date:
+// target is a Postgres URL (see IsPostgres) or the path of a SQLite file,
+// created if needed. The SQLite file and its -wal and -shm files are
 // private (0600), whatever the umask or an older version left.
-func Open(ctx context.Context, path string) (*DB, error) {
+func Open(ctx context.Context, target string) (*DB, error) {
+	if IsPostgres(target) {
+		return openPostgres(ctx, target)
+	}
+	path := target
 	if err := makePrivate(path); err != nil {
 		return nil, err
 	}
@@ -54,7 +88,7 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	w.SetMaxOpenConns(1)
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
-	db := &DB{w: w}
+	db := &DB{w: w, dialect: SQLite}
 	// Migrate before the readers open, so they never see an old schema.
 	if err := db.migrate(ctx); err != nil {
 		w.Close()
@@ -71,6 +105,28 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	db.db = r
 	return db, nil
 }
+
+// openPostgres opens the Postgres database at dsn through pgx and
+// migrates it. Several processes may open one database at once: their
+// migrations take turns (see migrate).
+func openPostgres(ctx context.Context, dsn string) (*DB, error) {
+	p, err := sql.Open("pgx", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("opening database: %w", err)
+	}
+	p.SetMaxOpenConns(postgresConns)
+	p.SetMaxIdleConns(postgresConns)
+	p.SetConnMaxIdleTime(5 * time.Minute)
+	db := &DB{db: p, w: p, dialect: Postgres}
+	if err := db.migrate(ctx); err != nil {
+		p.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+// Dialect returns the database's engine: SQLite or Postgres.
+func (db *DB) Dialect() string { return db.dialect }
 
 // makePrivate creates the database file at path with mode 0600 if it is
 // missing, and sets the mode of it and of its -wal and -shm files to 0600.
@@ -110,14 +166,23 @@ func DSN(path string) string {
 }
 
 // Close closes the database.
-func (db *DB) Close() error { return errors.Join(db.db.Close(), db.w.Close()) }
+func (db *DB) Close() error {
+	if db.w == db.db {
+		return db.db.Close()
+	}
+	return errors.Join(db.db.Close(), db.w.Close())
+}
 
 // Ping checks that the database answers.
 func (db *DB) Ping(ctx context.Context) error { return db.db.PingContext(ctx) }
 
+const createMigrations = `CREATE TABLE IF NOT EXISTS schema_migrations (version TEXT PRIMARY KEY, applied_at TEXT NOT NULL)`
+
 func (db *DB) migrate(ctx context.Context) error {
-	if _, err := db.w.ExecContext(ctx,
-		`CREATE TABLE IF NOT EXISTS schema_migrations (version TEXT PRIMARY KEY, applied_at TEXT NOT NULL)`); err != nil {
+	if err := db.migrationTx(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, db.schema(createMigrations))
+		return err
+	}); err != nil {
 		return fmt.Errorf("creating migrations table: %w", err)
 	}
 	names, err := fs.Glob(migrations, "migrations/*.sql")
@@ -142,9 +207,17 @@ const foreignKeysOff = "-- berth:foreign-keys-off"
 // applyMigration runs one migration and records it in one transaction, so
 // a crash leaves the old schema or the new one, never half.
 func (db *DB) applyMigration(ctx context.Context, name, version string) error {
+	if db.dialect == Postgres {
+		if _, err := fs.Stat(migrations, "migrations/postgres/"+version+".sql"); err == nil {
+			name = "migrations/postgres/" + version + ".sql"
+		}
+	}
 	body, err := migrations.ReadFile(name)
 	if err != nil {
 		return err
+	}
+	if db.dialect == Postgres && strings.HasPrefix(string(body), foreignKeysOff) {
+		return errors.New("a foreign-keys-off migration needs a Postgres variant in migrations/postgres/")
 	}
 	if strings.HasPrefix(string(body), foreignKeysOff) {
 		// The pragma is a no-op inside a transaction, and belongs to a
@@ -154,7 +227,7 @@ func (db *DB) applyMigration(ctx context.Context, name, version string) error {
 		}
 		defer func() { _, _ = db.w.ExecContext(context.WithoutCancel(ctx), `PRAGMA foreign_keys = ON`) }()
 	}
-	return db.tx(ctx, func(tx *sql.Tx) error {
+	return db.migrationTx(ctx, func(tx *sql.Tx) error {
 		var n int
 		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM schema_migrations WHERE version = $1`, version).Scan(&n); err != nil {
 			return err
@@ -162,7 +235,7 @@ func (db *DB) applyMigration(ctx context.Context, name, version string) error {
 		if n > 0 {
 			return nil
 		}
-		if _, err := tx.ExecContext(ctx, string(body)); err != nil {
+		if _, err := tx.ExecContext(ctx, db.schema(string(body))); err != nil {
 			return err
 		}
 		if strings.HasPrefix(string(body), foreignKeysOff) {
@@ -179,6 +252,57 @@ func (db *DB) applyMigration(ctx context.Context, name, version string) error {
 		_, err = tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES ($1, $2)`, version, now())
 		return err
 	})
+}
+
+// migrationLock is the key of the Postgres advisory lock that migrations
+// hold: processes that start together on one database migrate in turn,
+// and each finds what the one before it applied.
+const migrationLock = 0x62657274_68000001 // "berth", 1
+
+// migrationTx runs fn in a transaction that, on Postgres, first takes the
+// migration lock; it is released with the transaction. SQLite's
+// transactions take the write lock when they begin, which serializes them
+// already.
+func (db *DB) migrationTx(ctx context.Context, fn func(*sql.Tx) error) error {
+	return db.tx(ctx, func(tx *sql.Tx) error {
+		if db.dialect == Postgres {
+			if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(migrationLock)); err != nil {
+				return fmt.Errorf("waiting for other migrations: %w", err)
+			}
+		}
+		return fn(tx)
+	})
+}
+
+var (
+	integerType = regexp.MustCompile(`\bINTEGER\b`)
+	blobType    = regexp.MustCompile(`\bBLOB\b`)
+	textType    = regexp.MustCompile(`\bTEXT\b`)
+)
+
+// schema returns DDL written for both engines as this database's engine
+// reads it: unchanged on SQLite; on Postgres with 64-bit INTEGERs, BYTEA
+// for BLOB, and TEXT that compares bytewise like SQLite's. Type names
+// are upper case in the migrations, SQL keywords, never other words.
+func (db *DB) schema(ddl string) string {
+	if db.dialect != Postgres {
+		return ddl
+	}
+	ddl = integerType.ReplaceAllString(ddl, "BIGINT")
+	ddl = blobType.ReplaceAllString(ddl, "BYTEA")
+	return textType.ReplaceAllString(ddl, `TEXT COLLATE "C"`)
+}
+
+// lockKey serializes, on Postgres, the transactions that read then write
+// rows under one key (a sandbox's command numbers, a job's state, a
+// tenant's checkpoints) with a transaction-scoped advisory lock. SQLite
+// needs none: its transactions take the write lock when they begin.
+func (db *DB) lockKey(ctx context.Context, tx *sql.Tx, key string) error {
+	if db.dialect != Postgres {
+		return nil
+	}
+	_, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, key)
+	return err
 }
 
 func (db *DB) tx(ctx context.Context, fn func(*sql.Tx) error) error {

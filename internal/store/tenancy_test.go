@@ -27,146 +27,154 @@ import (
 
 func TestIdempotency(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	db := open(t)
-	const route = "POST /v1/sandboxes"
-	begin := func(tenantID, key, sha string, ttl time.Duration) *tenant.IdempotencyRecord {
-		t.Helper()
-		rec, err := db.BeginIdempotent(ctx, tenantID, key, route, sha, ttl)
-		if err != nil {
-			t.Fatalf("BeginIdempotent(%s, %s): %v", tenantID, key, err)
+	forEachDialect(t, func(t *testing.T, open opener) {
+		ctx := context.Background()
+		db := open(t)
+		const route = "POST /v1/sandboxes"
+		begin := func(tenantID, key, sha string, ttl time.Duration) *tenant.IdempotencyRecord {
+			t.Helper()
+			rec, err := db.BeginIdempotent(ctx, tenantID, key, route, sha, ttl)
+			if err != nil {
+				t.Fatalf("BeginIdempotent(%s, %s): %v", tenantID, key, err)
+			}
+			return rec
 		}
-		return rec
-	}
 
-	// A new key is claimed; a second request with it finds the claim in
-	// progress; another tenant's key of the same name is its own.
-	if rec := begin("ten_a", "k1", "sha1", time.Hour); rec != nil {
-		t.Fatalf("BeginIdempotent(new key) = %+v, want nil (claimed)", rec)
-	}
-	rec := begin("ten_a", "k1", "sha2", time.Hour)
-	if rec == nil || rec.Status != 0 || rec.Tenant != "ten_a" || rec.Key != "k1" || rec.Route != route ||
-		rec.RequestSHA256 != "sha1" || rec.Body != nil {
-		t.Fatalf("BeginIdempotent(key in progress) = %+v, want the first claim with status 0", rec)
-	}
-	if got := rec.ExpiresAt.Sub(rec.CreatedAt); got != time.Hour {
-		t.Errorf("claim lives %v, want 1h", got)
-	}
-	if rec := begin("ten_b", "k1", "sha1", time.Hour); rec != nil {
-		t.Errorf("BeginIdempotent(other tenant, same key) = %+v, want nil (claimed)", rec)
-	}
+		// A new key is claimed; a second request with it finds the claim in
+		// progress; another tenant's key of the same name is its own.
+		if rec := begin("ten_a", "k1", "sha1", time.Hour); rec != nil {
+			t.Fatalf("BeginIdempotent(new key) = %+v, want nil (claimed)", rec)
+		}
+		rec := begin("ten_a", "k1", "sha2", time.Hour)
+		if rec == nil || rec.Status != 0 || rec.Tenant != "ten_a" || rec.Key != "k1" || rec.Route != route ||
+			rec.RequestSHA256 != "sha1" || rec.Body != nil {
+			t.Fatalf("BeginIdempotent(key in progress) = %+v, want the first claim with status 0", rec)
+		}
+		if got := rec.ExpiresAt.Sub(rec.CreatedAt); got != time.Hour {
+			t.Errorf("claim lives %v, want 1h", got)
+		}
+		if rec := begin("ten_b", "k1", "sha1", time.Hour); rec != nil {
+			t.Errorf("BeginIdempotent(other tenant, same key) = %+v, want nil (claimed)", rec)
+		}
 
-	// The answer is kept as given, bytes that are not text included, and
-	// replayed.
-	body := []byte{0, 0xff, 'o', 'k', 0}
-	if err := db.FinishIdempotent(ctx, "ten_a", "k1", 201, body); err != nil {
-		t.Fatalf("FinishIdempotent: %v", err)
-	}
-	rec = begin("ten_a", "k1", "sha1", time.Hour)
-	if rec == nil || rec.Status != 201 || !bytes.Equal(rec.Body, body) || rec.RequestSHA256 != "sha1" {
-		t.Fatalf("BeginIdempotent(answered key) = %+v, want status 201 and body %q", rec, body)
-	}
-	var typ string
-	if err := db.SQL().QueryRowContext(ctx,
-		`SELECT typeof(body) FROM idempotency_keys WHERE tenant_id = 'ten_a' AND key = 'k1'`).Scan(&typ); err != nil || typ != "blob" {
-		t.Errorf("typeof(body) = %q, %v; want blob", typ, err)
-	}
-	if err := db.FinishIdempotent(ctx, "ten_a", "k1", 500, nil); err == nil {
-		t.Errorf("FinishIdempotent(answered key) = nil, want an error")
-	}
-	if err := db.FinishIdempotent(ctx, "ten_a", "nope", 201, nil); err == nil {
-		t.Errorf("FinishIdempotent(unclaimed key) = nil, want an error")
-	}
-	// Abandoning leaves an answer alone.
-	if err := db.AbandonIdempotent(ctx, "ten_a", "k1"); err != nil {
-		t.Fatal(err)
-	}
-	if rec := begin("ten_a", "k1", "sha1", time.Hour); rec == nil || rec.Status != 201 {
-		t.Errorf("after AbandonIdempotent(answered key): %+v, want the answer still there", rec)
-	}
+		// The answer is kept as given, bytes that are not text included, and
+		// replayed.
+		body := []byte{0, 0xff, 'o', 'k', 0}
+		if err := db.FinishIdempotent(ctx, "ten_a", "k1", 201, body); err != nil {
+			t.Fatalf("FinishIdempotent: %v", err)
+		}
+		rec = begin("ten_a", "k1", "sha1", time.Hour)
+		if rec == nil || rec.Status != 201 || !bytes.Equal(rec.Body, body) || rec.RequestSHA256 != "sha1" {
+			t.Fatalf("BeginIdempotent(answered key) = %+v, want status 201 and body %q", rec, body)
+		}
+		typeOf, binary := "typeof(body)", "blob"
+		if db.Dialect() == store.Postgres {
+			typeOf, binary = "pg_typeof(body)::text", "bytea"
+		}
+		var typ string
+		if err := db.SQL().QueryRowContext(ctx,
+			`SELECT `+typeOf+` FROM idempotency_keys WHERE tenant_id = 'ten_a' AND key = 'k1'`).Scan(&typ); err != nil || typ != binary {
+			t.Errorf("%s = %q, %v; want %s", typeOf, typ, err, binary)
+		}
+		if err := db.FinishIdempotent(ctx, "ten_a", "k1", 500, nil); err == nil {
+			t.Errorf("FinishIdempotent(answered key) = nil, want an error")
+		}
+		if err := db.FinishIdempotent(ctx, "ten_a", "nope", 201, nil); err == nil {
+			t.Errorf("FinishIdempotent(unclaimed key) = nil, want an error")
+		}
+		// Abandoning leaves an answer alone.
+		if err := db.AbandonIdempotent(ctx, "ten_a", "k1"); err != nil {
+			t.Fatal(err)
+		}
+		if rec := begin("ten_a", "k1", "sha1", time.Hour); rec == nil || rec.Status != 201 {
+			t.Errorf("after AbandonIdempotent(answered key): %+v, want the answer still there", rec)
+		}
 
-	// An abandoned claim is free for the retry.
-	if rec := begin("ten_a", "k2", "sha1", time.Hour); rec != nil {
-		t.Fatalf("BeginIdempotent(k2) = %+v, want nil", rec)
-	}
-	if err := db.AbandonIdempotent(ctx, "ten_a", "k2"); err != nil {
-		t.Fatalf("AbandonIdempotent: %v", err)
-	}
-	if rec := begin("ten_a", "k2", "sha1", time.Hour); rec != nil {
-		t.Errorf("BeginIdempotent(abandoned key) = %+v, want nil (claimed again)", rec)
-	}
+		// An abandoned claim is free for the retry.
+		if rec := begin("ten_a", "k2", "sha1", time.Hour); rec != nil {
+			t.Fatalf("BeginIdempotent(k2) = %+v, want nil", rec)
+		}
+		if err := db.AbandonIdempotent(ctx, "ten_a", "k2"); err != nil {
+			t.Fatalf("AbandonIdempotent: %v", err)
+		}
+		if rec := begin("ten_a", "k2", "sha1", time.Hour); rec != nil {
+			t.Errorf("BeginIdempotent(abandoned key) = %+v, want nil (claimed again)", rec)
+		}
 
-	// An expired record, answered or not, is replaced as if absent.
-	if rec := begin("ten_a", "k3", "old", -time.Minute); rec != nil {
-		t.Fatalf("BeginIdempotent(k3) = %+v, want nil", rec)
-	}
-	if err := db.FinishIdempotent(ctx, "ten_a", "k3", 200, []byte("old answer")); err != nil {
-		t.Fatal(err)
-	}
-	if rec := begin("ten_a", "k3", "new", time.Hour); rec != nil {
-		t.Fatalf("BeginIdempotent(expired key) = %+v, want nil (replaced)", rec)
-	}
-	rec = begin("ten_a", "k3", "other", time.Hour)
-	if rec == nil || rec.Status != 0 || rec.Body != nil || rec.RequestSHA256 != "new" || !rec.ExpiresAt.After(time.Now()) {
-		t.Errorf("after replacing an expired record: %+v, want the new claim (status 0, no body, sha new)", rec)
-	}
+		// An expired record, answered or not, is replaced as if absent.
+		if rec := begin("ten_a", "k3", "old", -time.Minute); rec != nil {
+			t.Fatalf("BeginIdempotent(k3) = %+v, want nil", rec)
+		}
+		if err := db.FinishIdempotent(ctx, "ten_a", "k3", 200, []byte("old answer")); err != nil {
+			t.Fatal(err)
+		}
+		if rec := begin("ten_a", "k3", "new", time.Hour); rec != nil {
+			t.Fatalf("BeginIdempotent(expired key) = %+v, want nil (replaced)", rec)
+		}
+		rec = begin("ten_a", "k3", "other", time.Hour)
+		if rec == nil || rec.Status != 0 || rec.Body != nil || rec.RequestSHA256 != "new" || !rec.ExpiresAt.After(time.Now()) {
+			t.Errorf("after replacing an expired record: %+v, want the new claim (status 0, no body, sha new)", rec)
+		}
 
-	// Sweeping: nothing has expired yet, then one record, then all.
-	now := time.Now()
-	if n, err := db.DeleteExpiredIdempotency(ctx, now); err != nil || n != 0 {
-		t.Errorf("DeleteExpiredIdempotency(now) = %d, %v; want 0", n, err)
-	}
-	begin("ten_a", "k4", "sha1", -time.Minute)
-	if n, err := db.DeleteExpiredIdempotency(ctx, now); err != nil || n != 1 {
-		t.Errorf("DeleteExpiredIdempotency(now) = %d, %v; want 1 (k4)", n, err)
-	}
-	if n, err := db.DeleteExpiredIdempotency(ctx, now.Add(2*time.Hour)); err != nil || n != 4 {
-		t.Errorf("DeleteExpiredIdempotency(now+2h) = %d, %v; want 4 (ten_a k1 k2 k3, ten_b k1)", n, err)
-	}
-	if rec := begin("ten_a", "k1", "sha1", time.Hour); rec != nil {
-		t.Errorf("BeginIdempotent(swept key) = %+v, want nil", rec)
-	}
+		// Sweeping: nothing has expired yet, then one record, then all.
+		now := time.Now()
+		if n, err := db.DeleteExpiredIdempotency(ctx, now); err != nil || n != 0 {
+			t.Errorf("DeleteExpiredIdempotency(now) = %d, %v; want 0", n, err)
+		}
+		begin("ten_a", "k4", "sha1", -time.Minute)
+		if n, err := db.DeleteExpiredIdempotency(ctx, now); err != nil || n != 1 {
+			t.Errorf("DeleteExpiredIdempotency(now) = %d, %v; want 1 (k4)", n, err)
+		}
+		if n, err := db.DeleteExpiredIdempotency(ctx, now.Add(2*time.Hour)); err != nil || n != 4 {
+			t.Errorf("DeleteExpiredIdempotency(now+2h) = %d, %v; want 4 (ten_a k1 k2 k3, ten_b k1)", n, err)
+		}
+		if rec := begin("ten_a", "k1", "sha1", time.Hour); rec != nil {
+			t.Errorf("BeginIdempotent(swept key) = %+v, want nil", rec)
+		}
+	})
 }
 
 // TestIdempotencyRace: of requests racing to claim one key, exactly one
 // wins; the others see its claim.
 func TestIdempotencyRace(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	db := open(t)
-	const racers = 8
-	for i := range 20 {
-		key := fmt.Sprintf("key-%d", i)
-		var (
-			mu   sync.Mutex
-			wins int
-		)
-		var wg sync.WaitGroup
-		start := make(chan struct{})
-		for range racers {
-			wg.Go(func() {
-				<-start
-				rec, err := db.BeginIdempotent(ctx, "ten_a", key, "POST /v1/jobs", "sha", time.Hour)
-				if err != nil {
-					t.Errorf("BeginIdempotent(%s): %v", key, err)
-					return
-				}
-				if rec != nil && (rec.Key != key || rec.Status != 0) {
-					t.Errorf("BeginIdempotent(%s) lost to %+v, want the winner's claim in progress", key, rec)
-				}
-				if rec == nil {
-					mu.Lock()
-					wins++
-					mu.Unlock()
-				}
-			})
+	forEachDialect(t, func(t *testing.T, open opener) {
+		ctx := context.Background()
+		db := open(t)
+		const racers = 8
+		for i := range 20 {
+			key := fmt.Sprintf("key-%d", i)
+			var (
+				mu   sync.Mutex
+				wins int
+			)
+			var wg sync.WaitGroup
+			start := make(chan struct{})
+			for range racers {
+				wg.Go(func() {
+					<-start
+					rec, err := db.BeginIdempotent(ctx, "ten_a", key, "POST /v1/jobs", "sha", time.Hour)
+					if err != nil {
+						t.Errorf("BeginIdempotent(%s): %v", key, err)
+						return
+					}
+					if rec != nil && (rec.Key != key || rec.Status != 0) {
+						t.Errorf("BeginIdempotent(%s) lost to %+v, want the winner's claim in progress", key, rec)
+					}
+					if rec == nil {
+						mu.Lock()
+						wins++
+						mu.Unlock()
+					}
+				})
+			}
+			close(start)
+			wg.Wait()
+			if wins != 1 {
+				t.Errorf("%s: %d of %d racers claimed it, want exactly 1", key, wins, racers)
+			}
 		}
-		close(start)
-		wg.Wait()
-		if wins != 1 {
-			t.Errorf("%s: %d of %d racers claimed it, want exactly 1", key, wins, racers)
-		}
-	}
+	})
 }
 
 // newestFirst sorts entries as ListAudit returns them.
@@ -222,122 +230,128 @@ func listAllAudit(t *testing.T, db *store.DB, tenantID string, pageSize int) []*
 
 func TestAuditTrim(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	db := open(t)
-	base := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	forEachDialect(t, func(t *testing.T, open opener) {
+		ctx := context.Background()
+		db := open(t)
+		base := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
-	var a, b []*tenant.AuditEntry
-	for i := range 7 {
-		a = append(a, insertAudit(t, db, "ten_a", base.Add(time.Duration(i)*time.Second), 3))
-		if i < 4 {
-			b = append(b, insertAudit(t, db, "ten_b", base.Add(time.Duration(i)*time.Second), 10))
+		var a, b []*tenant.AuditEntry
+		for i := range 7 {
+			a = append(a, insertAudit(t, db, "ten_a", base.Add(time.Duration(i)*time.Second), 3))
+			if i < 4 {
+				b = append(b, insertAudit(t, db, "ten_b", base.Add(time.Duration(i)*time.Second), 10))
+			}
 		}
-	}
-	if !strings.HasPrefix(a[0].ID, "aud_") {
-		t.Errorf("InsertAudit gave ID %q, want an aud_ ID", a[0].ID)
-	}
-	newestFirst(a)
-	newestFirst(b)
-	got, err := db.ListAudit(ctx, "ten_a", tenant.AuditPosition{}, 100)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := gocmp.Diff(a[:3], got); diff != "" {
-		t.Errorf("ten_a after 7 inserts keeping 3 (-want +got):\n%s", diff)
-	}
-	got, err = db.ListAudit(ctx, "ten_b", tenant.AuditPosition{}, 100)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := gocmp.Diff(auditIDs(b), auditIDs(got)); diff != "" {
-		t.Errorf("ten_b, untouched by ten_a's trim (-want +got):\n%s", diff)
-	}
+		if !strings.HasPrefix(a[0].ID, "aud_") {
+			t.Errorf("InsertAudit gave ID %q, want an aud_ ID", a[0].ID)
+		}
+		newestFirst(a)
+		newestFirst(b)
+		got, err := db.ListAudit(ctx, "ten_a", tenant.AuditPosition{}, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := gocmp.Diff(a[:3], got); diff != "" {
+			t.Errorf("ten_a after 7 inserts keeping 3 (-want +got):\n%s", diff)
+		}
+		got, err = db.ListAudit(ctx, "ten_b", tenant.AuditPosition{}, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := gocmp.Diff(auditIDs(b), auditIDs(got)); diff != "" {
+			t.Errorf("ten_b, untouched by ten_a's trim (-want +got):\n%s", diff)
+		}
 
-	// Entries of one instant are trimmed by ID, as they are listed.
-	var c []*tenant.AuditEntry
-	for range 6 {
-		c = append(c, insertAudit(t, db, "ten_c", base, 4))
-	}
-	newestFirst(c)
-	got, err = db.ListAudit(ctx, "ten_c", tenant.AuditPosition{}, 100)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := gocmp.Diff(auditIDs(c[:4]), auditIDs(got)); diff != "" {
-		t.Errorf("ten_c, 6 entries of one instant keeping 4 (-want +got):\n%s", diff)
-	}
+		// Entries of one instant are trimmed by ID, as they are listed.
+		var c []*tenant.AuditEntry
+		for range 6 {
+			c = append(c, insertAudit(t, db, "ten_c", base, 4))
+		}
+		newestFirst(c)
+		got, err = db.ListAudit(ctx, "ten_c", tenant.AuditPosition{}, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := gocmp.Diff(auditIDs(c[:4]), auditIDs(got)); diff != "" {
+			t.Errorf("ten_c, 6 entries of one instant keeping 4 (-want +got):\n%s", diff)
+		}
 
-	// keep <= 0 keeps everything.
-	for i := range 5 {
-		insertAudit(t, db, "ten_b", base.Add(time.Hour+time.Duration(i)), 0)
-	}
-	if got := listAllAudit(t, db, "ten_b", 100); len(got) != 9 {
-		t.Errorf("ten_b after 5 more inserts keeping all: %d entries, want 9", len(got))
-	}
+		// keep <= 0 keeps everything.
+		for i := range 5 {
+			insertAudit(t, db, "ten_b", base.Add(time.Hour+time.Duration(i)), 0)
+		}
+		if got := listAllAudit(t, db, "ten_b", 100); len(got) != 9 {
+			t.Errorf("ten_b after 5 more inserts keeping all: %d entries, want 9", len(got))
+		}
+	})
 }
 
 func TestAuditPages(t *testing.T) {
 	t.Parallel()
-	db := open(t)
-	base := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	var all []*tenant.AuditEntry
-	for i := range 25 {
-		tenantID := "ten_a"
-		if i%3 == 1 {
-			tenantID = "ten_b"
-		}
-		// Pairs of entries share an instant, so pages break inside them.
-		e := &tenant.AuditEntry{Tenant: tenantID, At: base.Add(time.Duration(i/2) * time.Millisecond),
-			KeyID: "key_" + tenantID, KeyName: "name", Method: "DELETE", Route: "DELETE /v1/sandboxes/{id}",
-			Resource: fmt.Sprintf("sbx_%d", i), Status: 404, Reason: "sandbox_not_found", RequestID: fmt.Sprintf("req_%d", i)}
-		if err := db.InsertAudit(context.Background(), []*tenant.AuditEntry{e}, 1000); err != nil {
-			t.Fatal(err)
-		}
-		all = append(all, e)
-	}
-	newestFirst(all)
-	ofTenant := func(tenantID string) []*tenant.AuditEntry {
-		var out []*tenant.AuditEntry
-		for _, e := range all {
-			if e.Tenant == tenantID {
-				out = append(out, e)
+	forEachDialect(t, func(t *testing.T, open opener) {
+		db := open(t)
+		base := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+		var all []*tenant.AuditEntry
+		for i := range 25 {
+			tenantID := "ten_a"
+			if i%3 == 1 {
+				tenantID = "ten_b"
 			}
+			// Pairs of entries share an instant, so pages break inside them.
+			e := &tenant.AuditEntry{Tenant: tenantID, At: base.Add(time.Duration(i/2) * time.Millisecond),
+				KeyID: "key_" + tenantID, KeyName: "name", Method: "DELETE", Route: "DELETE /v1/sandboxes/{id}",
+				Resource: fmt.Sprintf("sbx_%d", i), Status: 404, Reason: "sandbox_not_found", RequestID: fmt.Sprintf("req_%d", i)}
+			if err := db.InsertAudit(context.Background(), []*tenant.AuditEntry{e}, 1000); err != nil {
+				t.Fatal(err)
+			}
+			all = append(all, e)
 		}
-		return out
-	}
+		newestFirst(all)
+		ofTenant := func(tenantID string) []*tenant.AuditEntry {
+			var out []*tenant.AuditEntry
+			for _, e := range all {
+				if e.Tenant == tenantID {
+					out = append(out, e)
+				}
+			}
+			return out
+		}
 
-	tests := []struct {
-		tenantID string
-		want     []*tenant.AuditEntry
-	}{
-		{"*", all},
-		{"ten_a", ofTenant("ten_a")},
-		{"ten_b", ofTenant("ten_b")},
-		{"ten_none", nil},
-	}
-	for _, tt := range tests {
-		for _, size := range []int{1, 2, 3, 4, 7, 100} {
-			got := listAllAudit(t, db, tt.tenantID, size)
-			if diff := gocmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("ListAudit(%s) in pages of %d (-want +got):\n%s", tt.tenantID, size, diff)
+		tests := []struct {
+			tenantID string
+			want     []*tenant.AuditEntry
+		}{
+			{"*", all},
+			{"ten_a", ofTenant("ten_a")},
+			{"ten_b", ofTenant("ten_b")},
+			{"ten_none", nil},
+		}
+		for _, tt := range tests {
+			for _, size := range []int{1, 2, 3, 4, 7, 100} {
+				got := listAllAudit(t, db, tt.tenantID, size)
+				if diff := gocmp.Diff(tt.want, got); diff != "" {
+					t.Errorf("ListAudit(%s) in pages of %d (-want +got):\n%s", tt.tenantID, size, diff)
+				}
 			}
 		}
-	}
+	})
 }
 
 // TestTenancyMigrationFresh: 0008 applies to a new database.
 func TestTenancyMigrationFresh(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	db := open(t)
-	var version, name string
-	if err := db.SQL().QueryRowContext(ctx,
-		`SELECT version FROM schema_migrations WHERE version = '0008_tenants'`).Scan(&version); err != nil {
-		t.Errorf("0008_tenants not recorded: %v", err)
-	}
-	if err := db.SQL().QueryRowContext(ctx, `SELECT name FROM tenants WHERE id = 'ten_default'`).Scan(&name); err != nil || name != "default" {
-		t.Errorf("default tenant: %q, %v; want default", name, err)
-	}
+	forEachDialect(t, func(t *testing.T, open opener) {
+		ctx := context.Background()
+		db := open(t)
+		var version, name string
+		if err := db.SQL().QueryRowContext(ctx,
+			`SELECT version FROM schema_migrations WHERE version = '0008_tenants'`).Scan(&version); err != nil {
+			t.Errorf("0008_tenants not recorded: %v", err)
+		}
+		if err := db.SQL().QueryRowContext(ctx, `SELECT name FROM tenants WHERE id = 'ten_default'`).Scan(&name); err != nil || name != "default" {
+			t.Errorf("default tenant: %q, %v; want default", name, err)
+		}
+	})
 }
 
 // previousRelease makes the database at path as the previous release left
@@ -543,40 +557,42 @@ func TestTenancyMigrationJobsMove(t *testing.T) {
 // eight) after it answers.
 func TestTemplateFor(t *testing.T) {
 	t.Parallel()
-	db := open(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	now := time.Now().UTC()
-	mk := func(id, tenantID, name string) {
-		t.Helper()
-		if err := db.CreateTemplate(ctx, &sandbox.Template{ID: id, Tenant: tenantID, Name: name, State: "ready",
-			Source: "built", CreatedAt: now, UpdatedAt: now}); err != nil {
-			t.Fatalf("CreateTemplate(%s): %v", id, err)
-		}
-	}
-	mk("tpl_shared", "", "web")
-	mk("tpl_a", "ten_a", "web")
-	mk("tpl_b", "ten_b", "own")
-	tests := []struct{ tenantID, nameOrID, want string }{
-		{"ten_a", "web", "tpl_a"},      // its own first
-		{"ten_b", "web", "tpl_shared"}, // the shared one
-		{"ten_b", "own", "tpl_b"},
-		{"ten_a", "own", ""},   // another's: not found
-		{"ten_a", "tpl_b", ""}, // by ID too
-		{"ten_a", "tpl_shared", "tpl_shared"},
-		{sandbox.AnyTenant, "web", "tpl_shared"}, // shared first
-		{sandbox.AnyTenant, "tpl_b", "tpl_b"},
-		{sandbox.AnyTenant, "own", "tpl_b"},
-	}
-	for range 4 { // 36 lookups: a reader held by each would exhaust the pool
-		for _, tt := range tests {
-			got, err := db.TemplateFor(ctx, tt.tenantID, tt.nameOrID)
-			switch {
-			case tt.want == "" && !errcode.Has(err, errcode.TemplateNotFound):
-				t.Fatalf("TemplateFor(%s, %s) = %v, %v; want template_not_found", tt.tenantID, tt.nameOrID, got, err)
-			case tt.want != "" && (err != nil || got.ID != tt.want):
-				t.Fatalf("TemplateFor(%s, %s) = %v, %v; want %s", tt.tenantID, tt.nameOrID, got, err, tt.want)
+	forEachDialect(t, func(t *testing.T, open opener) {
+		db := open(t)
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		now := time.Now().UTC()
+		mk := func(id, tenantID, name string) {
+			t.Helper()
+			if err := db.CreateTemplate(ctx, &sandbox.Template{ID: id, Tenant: tenantID, Name: name, State: "ready",
+				Source: "built", CreatedAt: now, UpdatedAt: now}); err != nil {
+				t.Fatalf("CreateTemplate(%s): %v", id, err)
 			}
 		}
-	}
+		mk("tpl_shared", "", "web")
+		mk("tpl_a", "ten_a", "web")
+		mk("tpl_b", "ten_b", "own")
+		tests := []struct{ tenantID, nameOrID, want string }{
+			{"ten_a", "web", "tpl_a"},      // its own first
+			{"ten_b", "web", "tpl_shared"}, // the shared one
+			{"ten_b", "own", "tpl_b"},
+			{"ten_a", "own", ""},   // another's: not found
+			{"ten_a", "tpl_b", ""}, // by ID too
+			{"ten_a", "tpl_shared", "tpl_shared"},
+			{sandbox.AnyTenant, "web", "tpl_shared"}, // shared first
+			{sandbox.AnyTenant, "tpl_b", "tpl_b"},
+			{sandbox.AnyTenant, "own", "tpl_b"},
+		}
+		for range 4 { // 36 lookups: a reader held by each would exhaust the pool
+			for _, tt := range tests {
+				got, err := db.TemplateFor(ctx, tt.tenantID, tt.nameOrID)
+				switch {
+				case tt.want == "" && !errcode.Has(err, errcode.TemplateNotFound):
+					t.Fatalf("TemplateFor(%s, %s) = %v, %v; want template_not_found", tt.tenantID, tt.nameOrID, got, err)
+				case tt.want != "" && (err != nil || got.ID != tt.want):
+					t.Fatalf("TemplateFor(%s, %s) = %v, %v; want %s", tt.tenantID, tt.nameOrID, got, err, tt.want)
+				}
+			}
+		}
+	})
 }

@@ -1,0 +1,261 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/berthdev/berth/internal/auth"
+	"github.com/berthdev/berth/internal/browser"
+	"github.com/berthdev/berth/internal/cluster"
+	"github.com/berthdev/berth/internal/errcode"
+	"github.com/berthdev/berth/internal/httpapi"
+	"github.com/berthdev/berth/internal/sandbox"
+	"github.com/berthdev/berth/internal/store"
+	"github.com/berthdev/berth/internal/tenant"
+)
+
+// Cluster roles (serve --role).
+const (
+	RoleHQ     = "hq"
+	RoleWorker = "worker"
+)
+
+// ClusterConfig makes the daemon a cluster's HQ or one of its workers
+// (internal/cluster, docs/operations.md).
+type ClusterConfig struct {
+	Role string
+	// Database is the shared Postgres.
+	Database string
+	// ServiceTokenFile holds HQ's service secret (made if missing) or a
+	// worker's credential.
+	ServiceTokenFile string
+	// HQ: the workers it places on, and when a silent one's resources are
+	// reported lost.
+	Workers   []cluster.WorkerConfig
+	LostAfter time.Duration
+	// Worker: its ID and HQ's public URL.
+	WorkerID string
+	HQURL    string
+}
+
+// runHQ runs a cluster's Headquarters: the public API over the shared
+// database, forwarding what runs to the workers. It owns nothing that
+// runs, so it has no sandbox manager, browsers or job queue.
+func runHQ(ctx context.Context, cfg Config, dataDir string, log *slog.Logger) error {
+	cc := cfg.Cluster
+	secret, err := hqSecret(cc.ServiceTokenFile, log)
+	if err != nil {
+		return err
+	}
+	db, err := store.Open(ctx, cc.Database)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	keys := auth.NewKeys(db)
+	keyPath := filepath.Join(dataDir, KeyFile)
+	created, err := keys.EnsureAdminKey(ctx, keyPath)
+	if err != nil {
+		return err
+	}
+	if created {
+		log.Info("created admin key", "path", keyPath)
+	}
+	hq, err := cluster.NewHQ(cluster.HQConfig{Secret: secret, Workers: cc.Workers, Store: db, LostAfter: cc.LostAfter, Logger: log})
+	if err != nil {
+		return err
+	}
+	defer hq.Close()
+	for _, w := range cc.Workers {
+		log.Info("worker", "id", w.ID, "url", w.URL.String(), "tenant", w.Tenant)
+	}
+	api := httpapi.New(httpapi.Config{
+		Version: cfg.Version, DataDir: dataDir, MaxUpload: cfg.MaxUpload, Logger: log, Keys: keys, DB: db,
+		PreviewDomain: strings.ToLower(strings.Trim(cfg.PreviewDomain, ".")),
+		Tenants:       db, DefaultTenant: tenant.DefaultID, Audit: db, Idempotency: db, RateLimits: cfg.RateLimits,
+		StationID: cfg.StationID, Dashboard: dashboardOf(cfg.Dashboard, log), Cluster: hq,
+	})
+	defer api.Close()
+	revocations, stop := context.WithCancel(context.Background())
+	defer stop()
+	go keys.PollRevocations(revocations, log)
+	go sweepIdempotency(revocations, db, log)
+	return serveAPI(ctx, cfg, dataDir, api, log)
+}
+
+// hqSecret reads HQ's service secret, making it (0600) on first start.
+func hqSecret(path string, log *slog.Logger) ([]byte, error) {
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		if err := writeFileAtomic(path, []byte(cluster.NewSecret()+"\n")); err != nil {
+			return nil, fmt.Errorf("making the service secret %s: %w", path, err)
+		}
+		log.Info("created HQ's service secret; make each worker's credential with berth workers credential", "path", path)
+	}
+	return cluster.ReadSecret(path)
+}
+
+// serveAPI serves HQ's api on cfg.Listen until ctx ends.
+func serveAPI(ctx context.Context, cfg Config, dataDir string, api http.Handler, log *slog.Logger) error {
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w", cfg.Listen, err)
+	}
+	srv := &http.Server{
+		Handler:           api,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		BaseContext:       func(net.Listener) context.Context { return ctx },
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
+	}
+	served := make(chan error, 1)
+	ps := &parts{log: log}
+	if err := ps.start(ctx, part{name: "api", stopTimeout: 10 * time.Second,
+		start: func(context.Context) error {
+			go func() { served <- srv.Serve(ln) }()
+			return nil
+		},
+		stop: func(ctx context.Context) error {
+			err := srv.Shutdown(ctx)
+			if err != nil {
+				err = errors.Join(err, srv.Close())
+			}
+			if serr := <-served; !errors.Is(serr, http.ErrServerClosed) {
+				err = errors.Join(err, serr)
+			}
+			return err
+		},
+	}); err != nil {
+		ln.Close()
+		return err
+	}
+	addr := ln.Addr().String()
+	info := Info{PID: os.Getpid(), Addr: addr, URL: "http://" + addr, Version: cfg.Version}
+	if err := writeJSON(filepath.Join(dataDir, InfoFile), info); err != nil {
+		return errors.Join(err, ps.stop())
+	}
+	defer os.Remove(filepath.Join(dataDir, InfoFile))
+	log.Info("berth serving", "addr", addr, "data", dataDir, "version", cfg.Version, "role", RoleHQ)
+	if cfg.Ready != nil {
+		cfg.Ready(addr)
+	}
+	var runErr error
+	select {
+	case err := <-served:
+		runErr = fmt.Errorf("serving the API: %w", err)
+		served <- http.ErrServerClosed
+	case <-ctx.Done():
+		log.Info("shutting down")
+	}
+	return errors.Join(runErr, ps.stop())
+}
+
+// workerSide is what a worker adds to a daemon: the shared database, its
+// credential's verifier and its lease.
+type workerSide struct {
+	db       *store.DB
+	verifier *cluster.Verifier
+	tenantID string // HQ's ID of the tenant it is bound to
+}
+
+// openWorker connects a worker to the cluster: the shared database, its
+// credential, and the tenant it serves mirrored into its own database with
+// HQ's ID (the tenant must exist on HQ first).
+func openWorker(ctx context.Context, cc *ClusterConfig, boundTenant string, local *store.DB) (*workerSide, error) {
+	cred, err := cluster.ReadSecret(cc.ServiceTokenFile)
+	if err != nil {
+		return nil, err
+	}
+	db, err := store.Open(ctx, cc.Database)
+	if err != nil {
+		return nil, err
+	}
+	ws := &workerSide{db: db, verifier: cluster.NewVerifier(cc.WorkerID, cred)}
+	if boundTenant != "" {
+		t, err := db.GetTenant(ctx, boundTenant)
+		if errcode.Is(err, errcode.NotFound) {
+			err = errcode.TenantNotFound.New("--tenant %s: the cluster has no such tenant; make it on HQ first (berth tenant create %s)", boundTenant, boundTenant)
+		}
+		if err == nil {
+			err = mirrorTenant(ctx, local, t)
+		}
+		if err != nil {
+			db.Close()
+			return nil, err
+		}
+		ws.tenantID = t.ID
+	}
+	return ws, nil
+}
+
+// mirrorTenant makes the cluster's tenant t known to the worker's own
+// database under the same ID.
+func mirrorTenant(ctx context.Context, local *store.DB, t *tenant.Tenant) error {
+	have, err := local.GetTenant(ctx, t.Name)
+	switch {
+	case errcode.Is(err, errcode.NotFound):
+		return local.CreateTenant(ctx, t)
+	case err != nil:
+		return err
+	case have.ID != t.ID:
+		return errcode.TenantBound.New("this worker's data directory holds another tenant named %q (%s, the cluster's is %s); use a new data directory", t.Name, have.ID, t.ID)
+	}
+	return nil
+}
+
+// member is the worker's lease, advertising what it has and runs.
+func (ws *workerSide) member(cc *ClusterConfig, cfg Config, mgr *sandbox.Manager, browsers *browser.Manager, log *slog.Logger) part {
+	describe := func(ctx context.Context) (cluster.Capabilities, cluster.Load) {
+		mc := mgr.Config()
+		caps := cluster.Capabilities{Tenant: cfg.Tenant, MaxSandboxes: mc.MaxSandboxes, Version: cfg.Version, Runtimes: []string{}}
+		for _, rt := range mgr.Runtimes() {
+			if rt.Available() != nil {
+				continue
+			}
+			if rt.Name() == mc.DefaultRuntime {
+				caps.Runtimes = append([]string{rt.Name()}, caps.Runtimes...)
+			} else {
+				caps.Runtimes = append(caps.Runtimes, rt.Name())
+			}
+		}
+		var load cluster.Load
+		if browsers.Available() == nil {
+			caps.Browser, caps.MaxBrowserSessions = true, browsers.Config().MaxSessions
+			load.BrowserSessions = len(browsers.List())
+		}
+		if counts, err := mgr.Count(ctx); err == nil {
+			for _, n := range counts {
+				load.Sandboxes += n
+			}
+		}
+		return caps, load
+	}
+	m := cluster.NewMember(cc.WorkerID, ws.db, describe, log)
+	done := make(chan struct{})
+	var cancel context.CancelFunc
+	return part{name: "membership", stopTimeout: 10 * time.Second,
+		start: func(ctx context.Context) error {
+			if err := m.Beat(ctx); err != nil {
+				return errcode.DatabaseUnavailable.Wrap(err, "writing worker %s's first lease to the cluster's database", cc.WorkerID)
+			}
+			log.Info("worker joined the cluster", "worker", cc.WorkerID, "incarnation", m.Incarnation, "hq", cc.HQURL)
+			var rctx context.Context
+			rctx, cancel = context.WithCancel(context.WithoutCancel(ctx))
+			go func() { defer close(done); m.Run(rctx) }()
+			return nil
+		},
+		stop: func(context.Context) error {
+			cancel()
+			<-done
+			return nil
+		},
+	}
+}

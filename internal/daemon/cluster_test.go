@@ -1,0 +1,453 @@
+package daemon_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/berthdev/berth/client"
+	"github.com/berthdev/berth/internal/apitype"
+	"github.com/berthdev/berth/internal/auth"
+	"github.com/berthdev/berth/internal/cluster"
+	"github.com/berthdev/berth/internal/errcode"
+	"github.com/berthdev/berth/internal/testenv"
+)
+
+// testCluster is an HQ and its workers, each a real berth process, over a
+// real Postgres.
+type testCluster struct {
+	t       *testing.T
+	dir, pg string
+	secret  []byte
+	hq      *testenv.Daemon
+	ports   map[string]int
+	workers map[string]*testenv.Daemon
+	tenant  map[string]string // worker: its tenant
+}
+
+// startCluster starts HQ with the given workers (ID: tenant, "" for any),
+// then the workers. lostAfter is HQ's --worker-lost-after.
+func startCluster(t *testing.T, workers map[string]string, lostAfter time.Duration, beforeWorkers func(*testCluster)) *testCluster {
+	t.Helper()
+	c := &testCluster{t: t, dir: testenv.ShortTempDir(t), pg: testenv.Postgres(t), ports: map[string]int{},
+		workers: map[string]*testenv.Daemon{}, tenant: workers}
+	c.secret = []byte(cluster.NewSecret())
+	secretPath := filepath.Join(c.dir, "hq.token")
+	if err := os.WriteFile(secretPath, append(c.secret, '\n'), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"--role", "hq", "--database", c.pg, "--service-token-file", secretPath,
+		"--worker-lost-after", lostAfter.String(), "--rate-source", "off", "--rate-key", "off", "--rate-creates", "off",
+		"--rate-tenant", "off", "--rate-tenant-creates", "off"}
+	for id, tenant := range workers {
+		c.ports[id] = testenv.FreePort(t)
+		w := fmt.Sprintf("%s=http://127.0.0.1:%d", id, c.ports[id])
+		if tenant != "" {
+			w += ",tenant=" + tenant
+		}
+		args = append(args, "--worker", w)
+	}
+	for _, id := range append(keys(workers), "hq") {
+		if err := os.MkdirAll(filepath.Join(c.dir, id), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.hq = testenv.StartDaemonProcess(t, filepath.Join(c.dir, "hq", "d"), args...)
+	if beforeWorkers != nil {
+		beforeWorkers(c)
+	}
+	for id := range workers {
+		c.startWorker(id)
+	}
+	c.waitStatus(cluster.StatusLive, keys(workers)...)
+	return c
+}
+
+func keys[V any](m map[string]V) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+// startWorker starts (or starts again) worker id on its port and data
+// directory.
+func (c *testCluster) startWorker(id string) {
+	c.t.Helper()
+	cred := filepath.Join(c.dir, id+".token")
+	if err := os.WriteFile(cred, []byte(cluster.WorkerCredential(c.secret, id)+"\n"), 0o600); err != nil {
+		c.t.Fatal(err)
+	}
+	args := []string{"--role", "worker", "--database", c.pg, "--worker-id", id, "--service-token-file", cred,
+		"--hq", c.hq.URL, "--listen", fmt.Sprintf("127.0.0.1:%d", c.ports[id])}
+	if tn := c.tenant[id]; tn != "" {
+		args = append(args, "--tenant", tn)
+	}
+	d := testenv.StartDaemonProcess(c.t, filepath.Join(c.dir, id, "d"), args...)
+	d.Client = nil // its own key opens nothing: only HQ's assertions do
+	c.workers[id] = d
+}
+
+func (c *testCluster) waitStatus(status string, ids ...string) {
+	c.t.Helper()
+	testenv.Eventually(c.t, 30*time.Second, fmt.Sprintf("workers %v %s", ids, status), func() bool {
+		l, err := c.hq.Client.ListWorkers(context.Background())
+		if err != nil {
+			return false
+		}
+		for _, w := range l.Workers {
+			for _, id := range ids {
+				if w.ID == id && w.Status != status {
+					return false
+				}
+			}
+		}
+		return true
+	})
+}
+
+// owner is the worker HQ recorded for sandbox id, read from the workers'
+// own answers: a worker answers only for what it holds.
+func (c *testCluster) owner(id string) string {
+	c.t.Helper()
+	for wid := range c.workers {
+		r := c.direct(wid, http.MethodGet, "/v1/sandboxes/"+id, cluster.Caller{Principal: auth.Principal{KeyID: "test", Scope: auth.ScopeAdmin}})
+		if r.status == http.StatusOK {
+			return wid
+		}
+	}
+	c.t.Fatalf("no worker holds sandbox %s", id)
+	return ""
+}
+
+type directReply struct {
+	status int
+	body   string
+}
+
+// directAs sends a request straight to worker wid with an assertion made
+// at at from credFor's credential (another worker's, to test refusals);
+// header, when set, replaces the assertion ("-" sends none), and a header
+// starting "Bearer " is sent as Authorization instead.
+func (c *testCluster) directAs(wid, credFor, method, path string, as cluster.Caller, at time.Time, header string) directReply {
+	c.t.Helper()
+	req, err := http.NewRequest(method, fmt.Sprintf("http://127.0.0.1:%d%s", c.ports[wid], path), nil)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	switch {
+	case header == "":
+		req.Header.Set(cluster.AssertionHeader, cluster.Assert(c.cred(credFor), credFor, as, method, req.URL.RequestURI(), at))
+	case strings.HasPrefix(header, "Bearer "):
+		req.Header.Set("Authorization", header)
+	case header != "-":
+		req.Header.Set(cluster.AssertionHeader, header)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return directReply{resp.StatusCode, string(b)}
+}
+
+func (c *testCluster) cred(id string) []byte { return []byte(cluster.WorkerCredential(c.secret, id)) }
+
+// direct sends a request straight to worker wid with HQ's assertion for it.
+func (c *testCluster) direct(wid, method, path string, as cluster.Caller) directReply {
+	return c.directAs(wid, wid, method, path, as, time.Now(), "")
+}
+
+// TestCluster runs HQ and three workers as separate processes over a real
+// Postgres: placement, every kind of request routed through HQ, the
+// service credential's refusals (each with its positive control), tenant
+// dedication checked by HQ and by the worker, draining, and a worker killed
+// with SIGKILL: owner_unavailable, then resource_lost, and back when it
+// restarts.
+func TestCluster(t *testing.T) {
+	testenv.OnePass(t)
+	testenv.NeedRoot(t)
+	ctx := context.Background()
+	var acmeKey, betaKey string
+	c := startCluster(t, map[string]string{"w1": "", "w2": "", "w3": "acme"}, 4*time.Second, func(c *testCluster) {
+		// A dedicated worker's tenant must exist before the worker starts.
+		for _, name := range []string{"acme", "beta"} {
+			if _, err := c.hq.Client.CreateTenant(ctx, apitype.CreateTenantRequest{Name: name}); err != nil {
+				t.Fatal(err)
+			}
+			k, err := c.hq.Client.CreateKey(ctx, apitype.CreateKeyRequest{Name: name, Tenant: name})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if name == "acme" {
+				acmeKey = k.Secret
+			} else {
+				betaKey = k.Secret
+			}
+		}
+	})
+	hq := c.hq.Client
+	acme, beta := client.New(c.hq.URL, acmeKey), client.New(c.hq.URL, betaKey)
+
+	var ids []string
+	t.Run("placement", func(t *testing.T) {
+		on := map[string]int{}
+		for range 4 {
+			sb, err := hq.CreateSandbox(ctx, apitype.CreateSandboxRequest{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, sb.ID)
+			on[c.owner(sb.ID)]++
+		}
+		// The least loaded first: two each on w1 and w2, none on acme's w3.
+		if on["w1"] != 2 || on["w2"] != 2 || on["w3"] != 0 {
+			t.Errorf("admin sandboxes placed %v, want 2 on w1, 2 on w2, none on w3", on)
+		}
+		sb, err := acme.CreateSandbox(ctx, apitype.CreateSandboxRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o := c.owner(sb.ID); o != "w3" {
+			t.Errorf("acme's sandbox is on %s, want its dedicated w3", o)
+		}
+		bsb, err := beta.CreateSandbox(ctx, apitype.CreateSandboxRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o := c.owner(bsb.ID); o == "w3" {
+			t.Errorf("beta's sandbox is on acme's w3")
+		}
+		// Tenancy through HQ: beta never sees acme's, acme does.
+		if _, err := beta.GetSandbox(ctx, sb.ID); errcode.ReasonOf(err) != "sandbox_not_found" {
+			t.Errorf("beta GET acme's sandbox = %v, want sandbox_not_found", err)
+		}
+		if _, err := acme.GetSandbox(ctx, sb.ID); err != nil {
+			t.Errorf("acme GET its sandbox: %v", err)
+		}
+		l, err := beta.ListSandboxes(ctx)
+		if err != nil || len(l) != 1 || l[0].ID != bsb.ID {
+			t.Errorf("beta's list = %v, %v; want only %s", l, err, bsb.ID)
+		}
+		ids = append(ids, sb.ID, bsb.ID)
+		l, err = hq.ListSandboxes(ctx)
+		if err != nil || len(l) != len(ids) {
+			t.Fatalf("admin's list through HQ = %d sandboxes, %v; want %d", len(l), err, len(ids))
+		}
+		// Pages across workers: 4 then 2, in creation order.
+		p1, err := hq.ListSandboxesPage(ctx, 4, "")
+		if err != nil || len(p1.Sandboxes) != 4 || p1.NextCursor == "" {
+			t.Fatalf("page 1 = %d, cursor %q, %v", len(p1.Sandboxes), p1.NextCursor, err)
+		}
+		p2, err := hq.ListSandboxesPage(ctx, 4, p1.NextCursor)
+		if err != nil || len(p2.Sandboxes) != 2 || p2.NextCursor != "" {
+			t.Fatalf("page 2 = %d, cursor %q, %v", len(p2.Sandboxes), p2.NextCursor, err)
+		}
+		for i, sb := range append(p1.Sandboxes, p2.Sandboxes...) {
+			if sb.ID != l[i].ID {
+				t.Errorf("paged list[%d] = %s, want %s", i, sb.ID, l[i].ID)
+			}
+		}
+	})
+
+	sbID := ids[0]
+	t.Run("routed", func(t *testing.T) {
+		cmd, err := hq.Run(ctx, sbID, apitype.CreateCommandRequest{Command: "echo routed-$((6*7))"})
+		if err != nil || strings.TrimSpace(cmd.Stdout) != "routed-42" {
+			t.Fatalf("exec through HQ = %+v, %v", cmd, err)
+		}
+		// A stream (SSE) through HQ.
+		cmd, err = hq.Exec(ctx, sbID, apitype.CreateCommandRequest{Command: "for i in 1 2 3; do echo line$i; sleep 0.2; done"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out strings.Builder
+		if _, err := hq.Stream(ctx, sbID, cmd.ID, 0, 0, func(e client.Event) error {
+			if e.Name == "stdout" {
+				out.WriteString(e.Data)
+			}
+			return nil
+		}); err != nil || out.String() != "line1\nline2\nline3\n" {
+			t.Errorf("stream through HQ = %q, %v", out.String(), err)
+		}
+		// Files both ways.
+		if _, err := hq.WriteFile(ctx, sbID, "notes/a.txt", strings.NewReader("through hq"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		rc, err := hq.ReadFile(ctx, sbID, "notes/a.txt")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(rc)
+		rc.Close()
+		if string(b) != "through hq" {
+			t.Errorf("file read through HQ = %q", b)
+		}
+		// A terminal's WebSocket through HQ.
+		term := newTerminal(t, c.hq, sbID, apitype.CreateTerminalRequest{})
+		ws := attach(t, c.hq, sbID, term.ID, 0)
+		if err := hq.TerminalInput(ctx, sbID, term.ID, []byte("echo term-$((40+2))\n")); err != nil {
+			t.Fatal(err)
+		}
+		ws.until(regexp.MustCompile(`term-42`))
+		// A port through HQ.
+		if _, err := hq.PutService(ctx, sbID, apitype.ServiceSpec{Name: "web", Command: "python3 -m http.server 8000", Port: 8000}); err != nil {
+			t.Fatal(err)
+		}
+		testenv.Eventually(t, 30*time.Second, "the service answers through HQ", func() bool {
+			resp, err := hqGet(c, "/v1/sandboxes/"+sbID+"/ports/8000/notes/a.txt")
+			return err == nil && resp == "through hq"
+		})
+		if sb, err := hq.GetSandbox(ctx, sbID); err != nil || sb.State != "running" {
+			t.Errorf("GET through HQ = %v, %v", sb.State, err)
+		}
+	})
+
+	t.Run("credentials", func(t *testing.T) {
+		admin := cluster.Caller{Principal: auth.Principal{KeyID: "k", Scope: auth.ScopeAdmin}}
+		w := c.owner(sbID)
+		other := "w1"
+		if w == "w1" {
+			other = "w2"
+		}
+		path := "/v1/sandboxes/" + sbID
+		// Positive control: HQ's assertion for this worker opens it.
+		if r := c.directAs(w, w, "GET", path, admin, time.Now(), ""); r.status != 200 {
+			t.Fatalf("a good assertion = %d %s", r.status, r.body)
+		}
+		for name, r := range map[string]directReply{
+			"no assertion":             c.directAs(w, w, "GET", path, admin, time.Now(), "-"),
+			"another worker's":         c.directAs(w, other, "GET", path, admin, time.Now(), ""),
+			"expired":                  c.directAs(w, w, "GET", path, admin, time.Now().Add(-time.Minute), ""),
+			"made for another path":    c.directAs(w, w, "GET", path, admin, time.Now(), cluster.Assert(c.cred(w), w, admin, "GET", "/v1/sandboxes", time.Now())),
+			"the client's key instead": c.directAs(w, w, "GET", path, admin, time.Now(), "Bearer "+c.hq.Token),
+		} {
+			if r.status != 401 || !strings.Contains(r.body, "service_credential_invalid") {
+				t.Errorf("%s: %d %s, want 401 service_credential_invalid", name, r.status, r.body)
+			}
+		}
+		// A replay: the same assertion twice; the first passes.
+		a := cluster.Assert(c.cred(w), w, admin, "GET", path, time.Now())
+		if r := c.directAs(w, w, "GET", path, admin, time.Now(), a); r.status != 200 {
+			t.Errorf("first use = %d %s", r.status, r.body)
+		}
+		if r := c.directAs(w, w, "GET", path, admin, time.Now(), a); r.status != 401 {
+			t.Errorf("replay = %d %s, want 401", r.status, r.body)
+		}
+		// The dedicated worker checks the tenant itself too.
+		acmeT, err := hq.GetTenant(ctx, "acme")
+		if err != nil {
+			t.Fatal(err)
+		}
+		betaT, err := hq.GetTenant(ctx, "beta")
+		if err != nil {
+			t.Fatal(err)
+		}
+		asAcme := cluster.Caller{Principal: auth.Principal{KeyID: "k", Scope: auth.ScopeExecution, Tenant: acmeT.ID}, TenantName: "acme"}
+		asBeta := cluster.Caller{Principal: auth.Principal{KeyID: "k", Scope: auth.ScopeExecution, Tenant: betaT.ID}, TenantName: "beta"}
+		if r := c.direct("w3", "GET", "/v1/sandboxes", asAcme); r.status != 200 {
+			t.Errorf("w3 as acme = %d %s", r.status, r.body)
+		}
+		if r := c.direct("w3", "GET", "/v1/sandboxes", asBeta); !strings.Contains(r.body, `"tenant_bound"`) {
+			t.Errorf("w3 as beta = %d %s, want tenant_bound", r.status, r.body)
+		}
+	})
+
+	t.Run("drain", func(t *testing.T) {
+		w := c.owner(sbID)
+		if _, err := hq.DrainWorker(ctx, w); err != nil {
+			t.Fatal(err)
+		}
+		for range 2 {
+			sb, err := hq.CreateSandbox(ctx, apitype.CreateSandboxRequest{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, sb.ID)
+			if o := c.owner(sb.ID); o == w {
+				t.Errorf("a create went to draining %s", w)
+			}
+		}
+		if _, err := hq.Exec(ctx, sbID, apitype.CreateCommandRequest{Command: "true"}); errcode.ReasonOf(err) != "worker_draining" {
+			t.Errorf("exec on a draining worker = %v, want worker_draining", err)
+		}
+		if _, err := hq.GetSandbox(ctx, sbID); err != nil {
+			t.Errorf("GET on a draining worker: %v", err)
+		}
+		if _, err := hq.UndrainWorker(ctx, w); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := hq.Run(ctx, sbID, apitype.CreateCommandRequest{Command: "true"}); err != nil {
+			t.Errorf("exec after undrain: %v", err)
+		}
+	})
+
+	t.Run("owner killed", func(t *testing.T) {
+		w := c.owner(sbID)
+		c.workers[w].Kill9(t)
+		c.waitStatus(cluster.StatusOffline, w)
+		_, err := hq.Run(ctx, sbID, apitype.CreateCommandRequest{Command: "true"})
+		if errcode.ReasonOf(err) != "owner_unavailable" || !strings.Contains(err.Error(), w) {
+			t.Errorf("exec on a dead owner = %v, want owner_unavailable naming %s", err, w)
+		}
+		c.waitStatus(cluster.StatusLost, w)
+		if _, err := hq.Run(ctx, sbID, apitype.CreateCommandRequest{Command: "true"}); errcode.ReasonOf(err) != "resource_lost" {
+			t.Errorf("exec on a lost owner = %v, want resource_lost", err)
+		}
+		// Nothing moved: the others still answer, and the owner re-adopts
+		// its own when it comes back.
+		c.startWorker(w)
+		c.waitStatus(cluster.StatusLive, w)
+		cmd, err := hq.Run(ctx, sbID, apitype.CreateCommandRequest{Command: "cat notes/a.txt"})
+		if err != nil || cmd.Stdout != "through hq" {
+			t.Errorf("after the owner restarted = %q, %v", cmd.Stdout, err)
+		}
+	})
+
+	t.Run("delete", func(t *testing.T) {
+		for _, id := range ids {
+			if err := hq.DeleteSandbox(ctx, id); err != nil {
+				t.Errorf("delete %s through HQ: %v", id, err)
+			}
+		}
+		if l, err := hq.ListSandboxes(ctx); err != nil || len(l) != 0 {
+			t.Errorf("after deleting all: %d left, %v", len(l), err)
+		}
+		ws, err := hq.ListWorkers(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range ws.Workers {
+			if w.Placed.Sandboxes != 0 {
+				t.Errorf("worker %s still has %d placed", w.ID, w.Placed.Sandboxes)
+			}
+		}
+	})
+}
+
+func hqGet(c *testCluster, path string) (string, error) {
+	req, err := http.NewRequest("GET", c.hq.URL+path, nil)
+	if err != nil {
+		return "", err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.hq.Token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		return "", fmt.Errorf("%d %s", resp.StatusCode, b)
+	}
+	return string(b), err
+}
