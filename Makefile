@@ -22,11 +22,20 @@ FUZZTIME    ?= 20s
 # so this is the pseudo-version of a commit on its `go` branch.
 RUNSC_VERSION := v0.0.0-20260905035102-160fafc42237
 
-.PHONY: deps build runsc run test bench toolbox lint fuzz openapi screenshots clean
+.PHONY: deps build runsc run test bench toolbox lint fuzz openapi screenshots clean postgres postgres-stop
 
 ## deps: install the system packages Berth needs (only what is missing).
 deps:
 	scripts/install-deps.sh
+
+## postgres: start a local Postgres for trying cluster mode (./.berth-postgres,
+## 127.0.0.1:5433) and print the DSN for --database; postgres-stop stops it.
+# Idempotent: a second run prints the DSN again (docs/postgres.md).
+postgres: deps
+	scripts/postgres.sh start
+
+postgres-stop:
+	scripts/postgres.sh stop
 
 ## build: the static berth binary, in bin/.
 build:

@@ -7,7 +7,8 @@
 #   required  must install, or the script fails (building, testing, the
 #             process and container runtimes and their tests: crun or runc,
 #             mkfs.ext4 for workspace disks, unshare for crun on hybrid
-#             cgroup hosts).
+#             cgroup hosts; postgresql for the store's Postgres tests and
+#             make postgres).
 #   optional  for benchmarks' peers (bubblewrap), browser sessions
 #             (Chromium; Node.js and npm for the Playwright test and the
 #             TypeScript SDK's tests; ffmpeg
@@ -16,7 +17,7 @@
 set -euo pipefail
 
 required=(ca-certificates git make procps util-linux iproute2 python3 gcc libc6-dev
-	crun runc e2fsprogs)
+	crun runc e2fsprogs postgresql)
 optional=(bubblewrap chromium chromium-headless-shell fonts-noto-core
 	libreoffice-writer-nogui libreoffice-calc-nogui libreoffice-impress-nogui python3-uno poppler-utils
 	qpdf libimage-exiftool-perl

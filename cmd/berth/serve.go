@@ -36,7 +36,7 @@ func (a *app) serveCommand() *cobra.Command {
 		previewDomain                         string
 		warmPools                             []string
 		chromium                              string
-		maxBrowserSessions                    int
+		maxBrowserSessions, warmContexts      int
 		browserIdle                           time.Duration
 		providers                             providerFlags
 		browserIsolatedRuntime                string
@@ -145,7 +145,7 @@ sandboxes keep running and are re-adopted by the next start.`,
 				DefaultTimeout: commandTimeout, MaxTimeout: maxCommandTimeout,
 				DefaultRuntime: defaultRuntime, OCIRuntime: ociRuntime, Runsc: runsc, UIDRegistry: uidRegistry,
 				PreviewDomain: previewDomain, WarmPools: pools,
-				Chromium: chromium, MaxBrowserSessions: maxBrowserSessions, BrowserIdleTimeout: browserIdle, BrowserProviders: browserProviders,
+				Chromium: chromium, MaxBrowserSessions: maxBrowserSessions, BrowserWarmContexts: warmContexts, BrowserIdleTimeout: browserIdle, BrowserProviders: browserProviders,
 				BrowserIsolatedRuntime: browserIsolatedRuntime, BrowserIsolatedWarm: browserIsolatedWarm,
 				BrowserJournalEntries: browserJournalEntries, Logger: log, BrowserRecordings: *recording,
 				JobsRuntime: jobsRuntime, NoJobWorkers: !jobWorkers, JobCapacity: jobCap, JobPools: jp, JobProfiles: profiles,
@@ -174,6 +174,7 @@ sandboxes keep running and are re-adopted by the next start.`,
 		"keep N sandboxes of TEMPLATE started ahead of demand, as TEMPLATE=N (repeatable; the built-in template is base)")
 	f.StringVar(&chromium, "chromium", "", "Chromium binary of browser sessions (default: chromium-headless-shell, else chromium, on PATH)")
 	f.IntVar(&maxBrowserSessions, "max-browser-sessions", browser.DefaultMaxSessions, "most browser sessions open at once")
+	f.IntVar(&warmContexts, "browser-warm-contexts", 0, "spare browser contexts kept ready in the shared Chromium (0: the default; -1: none, and Chromium starts with the first session)")
 	f.DurationVar(&browserIdle, "browser-idle-timeout", browser.DefaultIdleTimeout, "close a browser session after this long without an action")
 	providers.register(f)
 	f.StringVar(&browserIsolatedRuntime, "browser-isolated-runtime", "container", "runtime of isolated browser sessions' sandboxes: container or gvisor")

@@ -34,9 +34,8 @@ func (a *app) workersCommand() *cobra.Command {
 			if asJSON {
 				return a.printJSON(list)
 			}
-			if list.Role != "hq" && len(list.Workers) == 0 {
-				fmt.Fprintf(a.stdout, "no workers: this daemon runs alone (role %s); a cluster's HQ (serve --role hq) lists its workers\n", list.Role)
-				return nil
+			if list.Role != "hq" {
+				fmt.Fprintf(a.stderr, "no workers: this daemon runs alone (role %s); a cluster's HQ (serve --role hq) lists its workers\n", list.Role)
 			}
 			now := time.Now()
 			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
@@ -44,7 +43,7 @@ func (a *app) workersCommand() *cobra.Command {
 			for _, w := range list.Workers {
 				cp := w.Capabilities
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", w.ID, w.Status, dash(w.Tenant), w.URL, leaseLine(w, now),
-					dash(strings.Join(cp.Runtimes, ",")), yesNo(cp.Browser),
+					dash(strings.Join(cp.Runtimes, ",")), browserOf(w),
 					placedOf(w.Placed.Sandboxes, cp.MaxSandboxes), placedOf(w.Placed.BrowserSessions, cp.MaxBrowserSessions))
 			}
 			return tw.Flush()
@@ -54,7 +53,7 @@ func (a *app) workersCommand() *cobra.Command {
 
 	get := &cobra.Command{
 		Use:   "get ID",
-		Short: "Show one worker: its configuration, lease, capabilities and load",
+		Short: "Print one worker as JSON: its configuration, lease, capabilities, load and what HQ placed there",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := a.client()
@@ -65,13 +64,9 @@ func (a *app) workersCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if asJSON {
-				return a.printJSON(w)
-			}
-			return a.printWorker(w)
+			return a.printJSON(w)
 		},
 	}
-	get.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 
 	// drain and undrain answer the worker as it is after the change.
 	change := func(use, short string, do func(*cobra.Command, string) (apitype.Worker, error)) *cobra.Command {
@@ -140,35 +135,6 @@ func (a *app) workersCommand() *cobra.Command {
 	return cmd
 }
 
-// printWorker prints one worker as workers get shows it.
-func (a *app) printWorker(w apitype.Worker) error {
-	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-	status := w.Status
-	if w.Reason != "" {
-		status += " (" + w.Reason + ")"
-	}
-	cp := w.Capabilities
-	fmt.Fprintf(tw, "worker\t%s\n", w.ID)
-	fmt.Fprintf(tw, "status\t%s\n", status)
-	fmt.Fprintf(tw, "url\t%s\n", w.URL)
-	fmt.Fprintf(tw, "tenant\t%s\n", firstNonEmpty(w.Tenant, "any"))
-	fmt.Fprintf(tw, "lease\t%s\n", leaseLine(w, time.Now()))
-	if w.StartedAt != nil {
-		fmt.Fprintf(tw, "started\t%s (incarnation %s)\n", w.StartedAt.Local().Format(time.DateTime), w.Incarnation)
-	}
-	if w.HeartbeatAt != nil {
-		fmt.Fprintf(tw, "last heartbeat\t%s\n", w.HeartbeatAt.Local().Format(time.DateTime))
-	}
-	if cp.Version != "" {
-		fmt.Fprintf(tw, "version\t%s\n", cp.Version)
-	}
-	fmt.Fprintf(tw, "runtimes\t%s\n", dash(strings.Join(cp.Runtimes, ", ")))
-	fmt.Fprintf(tw, "browser\t%s\n", yesNo(cp.Browser))
-	fmt.Fprintf(tw, "sandboxes\t%d running, %s placed\n", w.Load.Sandboxes, placedOf(w.Placed.Sandboxes, cp.MaxSandboxes))
-	fmt.Fprintf(tw, "browser sessions\t%d open, %s placed\n", w.Load.BrowserSessions, placedOf(w.Placed.BrowserSessions, cp.MaxBrowserSessions))
-	return tw.Flush()
-}
-
 // leaseLine says when w's lease runs out, or how long ago it did.
 func leaseLine(w apitype.Worker, now time.Time) string {
 	if w.LeaseExpiresAt == nil {
@@ -204,8 +170,12 @@ func placedOf(placed, most int) string {
 	return strconv.Itoa(placed) + "/" + strconv.Itoa(most)
 }
 
-func yesNo(b bool) string {
-	if b {
+// browserOf says whether w runs browser sessions; "-" before it said.
+func browserOf(w apitype.Worker) string {
+	switch {
+	case w.HeartbeatAt == nil:
+		return "-"
+	case w.Capabilities.Browser:
 		return "yes"
 	}
 	return "no"

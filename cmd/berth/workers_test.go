@@ -2,10 +2,13 @@ package main_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/berthdev/berth/internal/apitype"
 	"github.com/berthdev/berth/internal/cluster"
@@ -104,8 +107,9 @@ func TestWorkersSingle(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &list); err != nil || list.Role != "single" || list.Workers == nil || len(list.Workers) != 0 {
 		t.Errorf("workers ls --json = %s (%v), want role single and an empty workers list", out, err)
 	}
-	if ls := admin.ok("workers", "ls").stdout; !strings.Contains(ls, "no workers") || !strings.Contains(ls, "role single") {
-		t.Errorf("workers ls = %q, want it to say a single daemon has no workers", ls)
+	if r := admin.ok("workers", "ls"); strings.Count(r.stdout, "\n") != 1 || !strings.HasPrefix(r.stdout, "ID") ||
+		!strings.Contains(r.stderr, "no workers") || !strings.Contains(r.stderr, "role single") {
+		t.Errorf("%v\nwant the table's header alone, and a note that a single daemon has no workers", r)
 	}
 	for _, sub := range []string{"get", "drain", "undrain"} {
 		admin.fails(1, "worker_not_found", "workers", sub, "w1")
@@ -115,4 +119,86 @@ func TestWorkersSingle(t *testing.T) {
 	// A key below admin is refused; the admin's ls above is the control.
 	k := strings.TrimSpace(admin.ok("keys", "create", "ci", "--scope", "execution").stdout)
 	admin.with("BERTH_TOKEN="+k).fails(1, "scope_insufficient", "workers", "ls")
+}
+
+// TestWorkersHQ runs berth workers against a cluster's HQ (a real berth
+// process over a real Postgres) with two workers in its configuration: w1,
+// started with the credential berth workers credential printed, and w2,
+// never started. The credential is the one a real worker takes HQ's
+// requests with (a create through HQ lands on w1); ls, get, drain and
+// undrain show and change what HQ sees.
+func TestWorkersHQ(t *testing.T) {
+	testenv.OnePass(t)
+	t.Parallel()
+	pg := testenv.Postgres(t)
+	dir := testenv.ShortTempDir(t)
+	for _, sub := range []string{"hq", "w1"} {
+		if err := os.Mkdir(filepath.Join(dir, sub), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	secret := filepath.Join(dir, "hq.token")
+	if err := os.WriteFile(secret, []byte(cluster.NewSecret()+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	port := testenv.FreePort(t)
+	hq := testenv.StartDaemonProcess(t, filepath.Join(dir, "hq", "d"), "--role", "hq", "--database", pg,
+		"--service-token-file", secret, "--worker", fmt.Sprintf("w1=http://127.0.0.1:%d", port),
+		"--worker", "w2=http://127.0.0.1:1,tenant=acme")
+	admin := newCLI(t, hq)
+
+	cred := admin.ok("workers", "credential", "w1", "--service-token-file", secret).stdout
+	credFile := filepath.Join(dir, "w1.token")
+	if err := os.WriteFile(credFile, []byte(cred), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	w1 := testenv.StartDaemonProcess(t, filepath.Join(dir, "w1", "d"), "--role", "worker", "--database", pg,
+		"--worker-id", "w1", "--hq", hq.URL, "--service-token-file", credFile,
+		"--listen", fmt.Sprintf("127.0.0.1:%d", port), "--browser-warm-contexts", "-1")
+	w1.Client = nil // its own key opens nothing there: only HQ's assertions do
+	testenv.Eventually(t, 30*time.Second, "w1 live", func() bool {
+		return strings.Contains(admin.ok("workers", "ls").stdout, "live")
+	})
+
+	// The credential works: HQ's create reaches w1 and w1 takes it.
+	sb := strings.TrimSpace(admin.ok("sandbox", "create", "--lazy").stdout)
+	if !strings.HasPrefix(sb, "sbx_") {
+		t.Fatalf("sandbox create through HQ printed %q", sb)
+	}
+	defer admin.ok("sandbox", "rm", sb)
+
+	ls := admin.ok("workers", "ls").stdout
+	for _, re := range []string{
+		`(?m)^ID\s+STATUS\s+TENANT\s+URL\s+LEASE\s+RUNTIMES\s+BROWSER\s+SANDBOXES\s+SESSIONS$`,
+		fmt.Sprintf(`(?m)^w1\s+live\s+-\s+http://127\.0\.0\.1:%d\s+expires in \d+s\s+\S*%s\S*\s+(yes|no)\s+1/\d+\s+0/\d+$`, port, testenv.Runtime()),
+		`(?m)^w2\s+unknown\s+acme\s+http://127\.0\.0\.1:1\s+never held\s+-\s+-\s+0/-\s+0/-$`,
+	} {
+		if !regexp.MustCompile(re).MatchString(ls) {
+			t.Errorf("workers ls =\n%s\nwant a line matching %s", ls, re)
+		}
+	}
+	var list apitype.WorkerList
+	if out := admin.ok("workers", "ls", "--json").stdout; json.Unmarshal([]byte(out), &list) != nil || list.Role != "hq" || len(list.Workers) != 2 {
+		t.Errorf("workers ls --json = %s, want role hq and two workers", out)
+	}
+	var w apitype.Worker
+	if out := admin.ok("workers", "get", "w1").stdout; json.Unmarshal([]byte(out), &w) != nil || w.ID != "w1" ||
+		w.Status != "live" || w.LeaseExpiresAt == nil || w.Placed.Sandboxes != 1 {
+		t.Errorf("workers get w1 = %s, want w1 live with its lease and 1 sandbox placed", out)
+	}
+
+	if out := admin.ok("workers", "drain", "w1").stdout; out != "w1: draining\n" {
+		t.Errorf("workers drain w1 printed %q, want w1: draining", out)
+	}
+	if !regexp.MustCompile(`(?m)^w1\s+draining\s`).MatchString(admin.ok("workers", "ls").stdout) {
+		t.Error("workers ls after drain does not show w1 draining")
+	}
+	admin.fails(1, "no_worker_available", "sandbox", "create", "--lazy")
+	if out := admin.ok("workers", "undrain", "w1").stdout; out != "w1: live\n" {
+		t.Errorf("workers undrain w1 printed %q, want w1: live", out)
+	}
+	if err := json.Unmarshal([]byte(admin.ok("workers", "drain", "w2", "--json").stdout), &w); err != nil || w.ID != "w2" || !w.Draining {
+		t.Errorf("workers drain w2 --json = %+v (%v), want w2 draining", w, err)
+	}
+	admin.fails(1, "worker_not_found", "workers", "get", "w3")
 }

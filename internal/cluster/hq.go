@@ -320,8 +320,6 @@ func OwnerError(kind, id string, ws WorkerStatus) error {
 type Forward struct {
 	Worker WorkerConfig
 	Caller Caller
-	// KeepHost sends the client's Host header (previews are routed by it).
-	KeepHost bool
 	// RequestID is sent as X-Request-Id.
 	RequestID string
 	// Inspect, if set, reads the answer (a create's ID) before it is
@@ -347,10 +345,10 @@ func (h *HQ) Serve(w http.ResponseWriter, r *http.Request, f Forward) {
 		Transport:     h.transport,
 		FlushInterval: -1, // streams (SSE, NDJSON) pass at once
 		Rewrite: func(pr *httputil.ProxyRequest) {
+			// The Host header stays the client's: the worker's links (a
+			// preview's, a CDP endpoint's, a view link's) name HQ, and
+			// preview hosts are routed by it.
 			pr.Out.URL.Scheme, pr.Out.URL.Host = f.Worker.URL.Scheme, f.Worker.URL.Host
-			if !f.KeepHost {
-				pr.Out.Host = ""
-			}
 			for _, k := range []string{"Authorization", "Cookie", "Proxy-Authorization", AssertionHeader, "X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto", "Forwarded"} {
 				pr.Out.Header.Del(k)
 			}

@@ -5,12 +5,15 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/coder/websocket"
 
 	"github.com/berthdev/berth/client"
 	"github.com/berthdev/berth/internal/apitype"
@@ -87,7 +90,7 @@ func (c *testCluster) startWorker(id string) {
 		c.t.Fatal(err)
 	}
 	args := []string{"--role", "worker", "--database", c.pg, "--worker-id", id, "--service-token-file", cred,
-		"--hq", c.hq.URL, "--listen", fmt.Sprintf("127.0.0.1:%d", c.ports[id])}
+		"--hq", c.hq.URL, "--listen", fmt.Sprintf("127.0.0.1:%d", c.ports[id]), "--browser-warm-contexts", "-1"}
 	if tn := c.tenant[id]; tn != "" {
 		args = append(args, "--tenant", tn)
 	}
@@ -309,6 +312,91 @@ func TestCluster(t *testing.T) {
 		})
 		if sb, err := hq.GetSandbox(ctx, sbID); err != nil || sb.State != "running" {
 			t.Errorf("GET through HQ = %v, %v", sb.State, err)
+		}
+	})
+
+	t.Run("browser", func(t *testing.T) {
+		testenv.NeedChromium(t)
+		sess, err := hq.OpenBrowserSession(ctx, apitype.CreateBrowserSessionRequest{Mode: "process"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			fmt.Fprint(w, "<title>through-hq</title><p>hi</p>")
+		}))
+		defer page.Close()
+		var nav map[string]any
+		if err := hq.BrowserAction(ctx, sess.ID, apitype.BrowserAction{Op: "navigate", URL: page.URL}, &nav); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := hq.BrowserSession(ctx, sess.ID); err != nil || !strings.Contains(fmt.Sprint(got), "through-hq") {
+			t.Errorf("session through HQ = %+v, %v; want its title", got, err)
+		}
+		if png, err := hq.BrowserScreenshot(ctx, sess.ID, false); err != nil || len(png) < 100 {
+			t.Errorf("screenshot through HQ: %d bytes, %v", len(png), err)
+		}
+		// The CDP WebSocket through HQ.
+		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		conn, resp, err := websocket.Dial(wctx, strings.Replace(c.hq.URL, "http", "ws", 1)+"/v1/browser/sessions/"+sess.ID+"/cdp",
+			&websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + c.hq.Token}}})
+		if err != nil {
+			var body []byte
+			if resp != nil {
+				body, _ = io.ReadAll(resp.Body)
+			}
+			t.Fatalf("CDP through HQ: %v %s", err, body)
+		}
+		conn.SetReadLimit(1 << 20)
+		if err := conn.Write(wctx, websocket.MessageText, []byte(`{"id":1,"method":"Browser.getVersion"}`)); err != nil {
+			t.Fatal(err)
+		}
+		for {
+			_, b, err := conn.Read(wctx)
+			if err != nil {
+				t.Fatalf("CDP through HQ: %v", err)
+			}
+			if strings.Contains(string(b), `"id":1`) {
+				if !strings.Contains(string(b), "product") {
+					t.Errorf("Browser.getVersion = %s", b)
+				}
+				break
+			}
+		}
+		conn.Close(websocket.StatusNormalClosure, "")
+		// A view link through HQ: its page answers on HQ's address.
+		link, err := hq.BrowserLiveLink(ctx, sess.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(link.URL, c.hq.URL) {
+			t.Errorf("view link %s is not on HQ's address %s", link.URL, c.hq.URL)
+		}
+		resp, err = http.Get(link.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Errorf("view link through HQ = %d", resp.StatusCode)
+		}
+		// Positive control above; a forged token is refused.
+		resp, err = http.Get(c.hq.URL + "/live/" + sess.ID + ".9999999999.forged")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 401 {
+			t.Errorf("a forged view link through HQ = %d, want 401", resp.StatusCode)
+		}
+		if l, err := hq.BrowserSessions(ctx); err != nil || len(l) != 1 {
+			t.Errorf("sessions through HQ = %d, %v", len(l), err)
+		}
+		if err := hq.CloseBrowserSession(ctx, sess.ID); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := hq.BrowserSession(ctx, sess.ID); errcode.ReasonOf(err) != "session_not_found" {
+			t.Errorf("a closed session through HQ = %v, want session_not_found", err)
 		}
 	})
 

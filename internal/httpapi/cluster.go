@@ -46,8 +46,6 @@ var clusterUnsupported = []struct{ prefix, what string }{
 	{"/v1/actions", "sandbox jobs do not run across a cluster yet"},
 	{"/forms/", "Gotenberg's routes (sandbox jobs) do not run across a cluster yet"},
 	{"/health", "Gotenberg's routes (sandbox jobs) do not run across a cluster yet"},
-	{"/live/", "view links are served by the worker's own address, not through HQ yet"},
-	{"/v1/browser/sessions/{id}/live/links", "view links are served by the worker's own address, not through HQ yet"},
 }
 
 // clustered is the handler HQ serves for pattern in place of next.
@@ -59,6 +57,9 @@ func (s *Server) clustered(pattern string, next http.Handler) http.Handler {
 				s.fail(w, r, errcode.ClusterUnsupported.New("this is a cluster's HQ, where %s", u.what))
 			})
 		}
+	}
+	if strings.HasPrefix(path, "/live/{token}") {
+		return http.HandlerFunc(s.forwardLive)
 	}
 	if kind, ok := clusterKinds[ownerOf(path)]; ok {
 		return s.forwardToOwner(kind, method+" "+path)
@@ -426,8 +427,8 @@ func toAPIWorker(ws cluster.WorkerStatus, placed cluster.Load) apitype.Worker {
 	return out
 }
 
-// forwardPreview sends a preview host's request to the sandbox's owner,
-// Host and all: the worker checks the preview token.
+// forwardPreview sends a preview host's request to the sandbox's owner:
+// the worker checks the preview token.
 func (s *Server) forwardPreview(w http.ResponseWriter, r *http.Request, t previewTarget) {
 	hq := s.cfg.Cluster
 	_, ws, err := hq.Owner(r.Context(), cluster.KindSandbox, t.sandboxID)
@@ -435,7 +436,23 @@ func (s *Server) forwardPreview(w http.ResponseWriter, r *http.Request, t previe
 		s.fail(w, r, err)
 		return
 	}
-	hq.Serve(w, r, cluster.Forward{Worker: ws.WorkerConfig, KeepHost: true, RequestID: requestID(r), Fail: s.fail})
+	hq.Serve(w, r, cluster.Forward{Worker: ws.WorkerConfig, RequestID: requestID(r), Fail: s.fail})
+}
+
+// forwardLive sends a view link's page and socket to the owner of the
+// session its token names; the worker checks the token's signature.
+func (s *Server) forwardLive(w http.ResponseWriter, r *http.Request) {
+	id, _, _ := strings.Cut(r.PathValue("token"), ".")
+	hq := s.cfg.Cluster
+	_, ws, err := hq.Owner(r.Context(), cluster.KindBrowser, id)
+	if errcode.Is(err, errcode.NotFound) {
+		err = errcode.LiveLinkInvalid.New("this view link is not valid (it expired, or its session is gone)")
+	}
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	hq.Serve(w, r, cluster.Forward{Worker: ws.WorkerConfig, RequestID: requestID(r), Fail: s.fail})
 }
 
 // authenticateHQ is a worker's authentication: HQ's assertion names the

@@ -23,8 +23,8 @@ import (
 
 	"github.com/berthdev/berth/internal/apitype"
 	"github.com/berthdev/berth/internal/auth"
-	"github.com/berthdev/berth/internal/cluster"
 	"github.com/berthdev/berth/internal/browser"
+	"github.com/berthdev/berth/internal/cluster"
 	"github.com/berthdev/berth/internal/errcode"
 	"github.com/berthdev/berth/internal/ident"
 	"github.com/berthdev/berth/internal/jobs"

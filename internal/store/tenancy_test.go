@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -354,15 +353,20 @@ func TestTenancyMigrationFresh(t *testing.T) {
 	})
 }
 
-// previousRelease makes the database at path as the previous release left
-// it: the migration files before 0008, applied and recorded as its
-// migrator did (the package embeds these files; an external test reads
-// them from disk). It returns the open connection and an exec that fails
-// the test on error; the caller adds rows and closes it.
-func previousRelease(t *testing.T, path string) (*sql.DB, func(string, ...any)) {
+// previousRelease makes the database at target (a SQLite path or a
+// Postgres URL) as the previous release left it: the migration files
+// before 0008, applied and recorded as its migrator did (the package
+// embeds these files; an external test reads them from disk). It returns
+// the open connection and an exec that fails the test on error; the
+// caller adds rows and closes it.
+func previousRelease(t *testing.T, target string) (*sql.DB, func(string, ...any)) {
 	t.Helper()
 	ctx := context.Background()
-	raw, err := sql.Open("sqlite", store.DSN(path))
+	driver, dsn, schema := "sqlite", store.DSN(target), func(ddl string) string { return ddl }
+	if store.IsPostgres(target) {
+		driver, dsn, schema = "pgx", target, store.PostgresSchema
+	}
+	raw, err := sql.Open(driver, dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -374,7 +378,7 @@ func previousRelease(t *testing.T, path string) (*sql.DB, func(string, ...any)) 
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
-	exec(`CREATE TABLE IF NOT EXISTS schema_migrations (version TEXT PRIMARY KEY, applied_at TEXT NOT NULL)`)
+	exec(schema(`CREATE TABLE IF NOT EXISTS schema_migrations (version TEXT PRIMARY KEY, applied_at TEXT NOT NULL)`))
 	files := os.DirFS("migrations")
 	names, err := fs.Glob(files, "*.sql")
 	if err != nil {
@@ -392,7 +396,7 @@ func previousRelease(t *testing.T, path string) (*sql.DB, func(string, ...any)) 
 		if err != nil {
 			t.Fatal(err)
 		}
-		exec(string(body))
+		exec(schema(string(body)))
 		exec(`INSERT INTO schema_migrations (version, applied_at) VALUES ($1, $2)`,
 			strings.TrimSuffix(name, ".sql"), "2026-01-01T00:00:00.000000000Z")
 	}
@@ -404,8 +408,11 @@ func previousRelease(t *testing.T, path string) (*sql.DB, func(string, ...any)) 
 // every row it touches.
 func TestTenancyMigration(t *testing.T) {
 	t.Parallel()
+	forEachTarget(t, testTenancyMigration)
+}
+
+func testTenancyMigration(t *testing.T, path string) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "berth.db")
 	raw, exec := previousRelease(t, path)
 
 	// Its rows. In the previous release a job's tenant was its key.
@@ -492,10 +499,18 @@ func TestTenancyMigration(t *testing.T) {
 	check("job files", rows(`SELECT job_id, role FROM job_files ORDER BY job_id`), []string{"job_a input", "job_b output"})
 	check("blob owners", rows(`SELECT tenant_id, sha256 FROM blob_owners`), []string{"ten_default " + sha})
 	check("schema_migrations", rows(`SELECT version FROM schema_migrations WHERE version LIKE '0008%'`), []string{"0008_tenants"})
-	check("foreign_key_check", rows(`PRAGMA foreign_key_check`), nil)
-	check("integrity_check", rows(`PRAGMA integrity_check`), []string{"ok"})
-	check("sandbox indexes", rows(`SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'sandboxes'
-		AND name NOT LIKE 'sqlite_autoindex%' ORDER BY name`), []string{"sandboxes_by_pool", "sandboxes_by_tenant"})
+	postgres := db.Dialect() == store.Postgres
+	if postgres {
+		// Postgres's 0008 alters in place: the indexes are named for
+		// the constraints.
+		check("sandbox indexes", rows(`SELECT indexname FROM pg_indexes WHERE tablename = 'sandboxes'
+			ORDER BY indexname`), []string{"sandboxes_by_pool", "sandboxes_by_tenant", "sandboxes_pkey", "sandboxes_tenant_id_name_key"})
+	} else {
+		check("foreign_key_check", rows(`PRAGMA foreign_key_check`), nil)
+		check("integrity_check", rows(`PRAGMA integrity_check`), []string{"ok"})
+		check("sandbox indexes", rows(`SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'sandboxes'
+			AND name NOT LIKE 'sqlite_autoindex%' ORDER BY name`), []string{"sandboxes_by_pool", "sandboxes_by_tenant"})
+	}
 
 	// Uniqueness after the rebuild: names per tenant, business keys per
 	// tenant.
@@ -514,8 +529,11 @@ func TestTenancyMigration(t *testing.T) {
 	}
 
 	// Foreign keys are on again: on a new connection, and on the writer's,
-	// which ran the migration with them off (a delete cascades).
-	check("foreign_keys on a new connection", rows(`PRAGMA foreign_keys`), []string{"1"})
+	// which ran the migration with them off (a delete cascades). Postgres
+	// never turned them off; the cascade holds there too.
+	if !postgres {
+		check("foreign_keys on a new connection", rows(`PRAGMA foreign_keys`), []string{"1"})
+	}
 	if err := db.DeleteSandbox(ctx, "sbx_one"); err != nil {
 		t.Fatalf("DeleteSandbox: %v", err)
 	}
@@ -528,8 +546,11 @@ func TestTenancyMigration(t *testing.T) {
 // recomputes business_key from business_id on every change.
 func TestTenancyMigrationJobsMove(t *testing.T) {
 	t.Parallel()
+	forEachTarget(t, testTenancyMigrationJobsMove)
+}
+
+func testTenancyMigrationJobsMove(t *testing.T, path string) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "berth.db")
 	raw, exec := previousRelease(t, path)
 	const ts = "2026-02-01T00:00:00.000000000Z"
 	exec(`INSERT INTO jobs (id, action, action_version, state, tenant, owner, business_id, business_key,

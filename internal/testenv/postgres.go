@@ -16,6 +16,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -55,7 +56,8 @@ var pg struct {
 // PostgresMain. Without it the server still dies with the test binary (it
 // is started with a parent-death signal), but its directory stays in the
 // temporary directory; the same holds when the binary is killed with
-// SIGKILL.
+// SIGKILL or panics on a test timeout. The next test binary that starts a
+// server removes such directories.
 func Postgres(t testing.TB) string {
 	t.Helper()
 	admin, err := startPostgres()
@@ -199,6 +201,7 @@ func startCluster() (string, error) {
 		gid, _ := strconv.Atoi(u.Gid)
 		cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
 	}
+	removeStaleClusters()
 	dir, err := os.MkdirTemp("", "berth-pg-")
 	if err != nil {
 		return "", err
@@ -206,6 +209,9 @@ func startCluster() (string, error) {
 	fail := func(err error) (string, error) {
 		os.RemoveAll(dir)
 		return "", err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "owner.pid"), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+		return fail(err)
 	}
 	if cred != nil {
 		if err := os.Chown(dir, int(cred.Uid), int(cred.Gid)); err != nil {
@@ -266,6 +272,38 @@ func startCluster() (string, error) {
 	}
 	pg.cmd, pg.dir, pg.done = cmd, dir, done
 	return admin, nil
+}
+
+// removeStaleClusters removes the directories of test clusters whose test
+// binary is gone (SIGKILL, or a test timeout's panic, runs no cleanup; the
+// parent-death signal has stopped their server). Each directory names its
+// test binary in owner.pid.
+func removeStaleClusters() {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), "berth-pg-*"))
+	for _, dir := range dirs {
+		b, err := os.ReadFile(filepath.Join(dir, "owner.pid"))
+		if err != nil {
+			continue // being made, or not ours
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil || pid <= 0 {
+			continue
+		}
+		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) || zombie(pid) {
+			os.RemoveAll(dir)
+		}
+	}
+}
+
+// zombie reports whether process pid has exited and awaits its reaper.
+func zombie(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// The state follows the command's closing parenthesis.
+	i := strings.LastIndexByte(string(b), ')')
+	return i >= 0 && i+2 < len(b) && b[i+2] == 'Z'
 }
 
 // waitReady waits up to a minute for the server at dsn to answer.
