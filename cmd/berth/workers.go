@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -42,8 +43,8 @@ func (a *app) workersCommand() *cobra.Command {
 			fmt.Fprintln(tw, "ID\tSTATUS\tTENANT\tURL\tLEASE\tRUNTIMES\tBROWSER\tSANDBOXES\tSESSIONS")
 			for _, w := range list.Workers {
 				cp := w.Capabilities
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", w.ID, w.Status, dash(w.Tenant), w.URL, leaseLine(w, now),
-					dash(strings.Join(cp.Runtimes, ",")), browserOf(w),
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", w.ID, w.Status, dashIfEmpty(w.Tenant), w.URL, leaseLine(w, now),
+					dashIfEmpty(strings.Join(cp.Runtimes, ",")), browserOf(w),
 					placedOf(w.Placed.Sandboxes, cp.MaxSandboxes), placedOf(w.Placed.BrowserSessions, cp.MaxBrowserSessions))
 			}
 			return tw.Flush()
@@ -126,6 +127,11 @@ func (a *app) workersCommand() *cobra.Command {
 				return err
 			}
 			fmt.Fprintln(a.stdout, cluster.WorkerCredential(secret, args[0]))
+			if f, ok := a.stdout.(*os.File); ok {
+				if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o077 != 0 {
+					fmt.Fprintf(a.stderr, "the credential went to a file others can read (mode %v): chmod 600 it; a worker refuses such a file\n", fi.Mode().Perm())
+				}
+			}
 			return nil
 		},
 	}
@@ -181,7 +187,8 @@ func browserOf(w apitype.Worker) string {
 	return "no"
 }
 
-func dash(s string) string {
+// dashIfEmpty is s, or "-" for nothing.
+func dashIfEmpty(s string) string {
 	if s == "" {
 		return "-"
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -17,9 +18,10 @@ import (
 
 // TestWorkersCredential runs berth workers credential, which needs no
 // daemon: from HQ's secret file it prints a worker's credential, the same
-// for the same secret and ID and another for another ID or secret; a bad
-// ID, a secret file others can read and a short secret are refused with
-// their reasons, and print nothing.
+// for the same secret and ID and another for another ID or secret, and a
+// note when it goes to a file others can read; a bad ID, a secret file
+// others can read and a short secret are refused with their reasons, and
+// print nothing.
 func TestWorkersCredential(t *testing.T) {
 	testenv.OnePass(t)
 	t.Parallel()
@@ -65,6 +67,21 @@ func TestWorkersCredential(t *testing.T) {
 	}
 	if want := cluster.WorkerCredential(secret, "w1"); w1 != want {
 		t.Errorf("workers credential w1 = %q, want HQ's %q", w1, want)
+	}
+
+	// Written to a file others can read, it says to chmod 600 it; to a
+	// private file, nothing.
+	for _, tt := range []struct{ umask, note string }{{"022", "chmod 600"}, {"077", ""}} {
+		out := filepath.Join(dir, "w1-"+tt.umask+".token")
+		cmd := exec.Command("sh", "-c", `umask "$1"; exec "$2" workers credential w1 --service-token-file "$3" > "$4"`,
+			"sh", tt.umask, c.bin, hq, out)
+		stderr, err := cmd.CombinedOutput()
+		if b, rerr := os.ReadFile(out); err != nil || rerr != nil || strings.TrimSpace(string(b)) != w1 {
+			t.Errorf("umask %s: workers credential w1 > file: %v %v, %q in the file, want w1's credential", tt.umask, err, rerr, b)
+		}
+		if got := string(stderr); (tt.note == "") != (got == "") || !strings.Contains(got, tt.note) {
+			t.Errorf("umask %s: workers credential w1 > file printed %q on stderr, want %q", tt.umask, got, tt.note)
+		}
 	}
 
 	tests := []struct {

@@ -15,6 +15,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -116,7 +117,23 @@ type HQ struct {
 	creds     map[string][]byte
 	transport *http.Transport
 	now       func() time.Time
+
+	// Every forwarded request needs its resource's owner and the owner's
+	// lease. A placement never changes (nothing moves), so it is kept once
+	// read; leases are kept for leaseCacheTTL, a fraction of the time a
+	// lease lasts.
+	mu         sync.Mutex
+	placements map[string]*Placement // kind/id
+	leases     []*Lease
+	leasesAt   time.Time
 }
+
+// leaseCacheTTL is how long HQ reuses the leases it read; maxPlacements
+// bounds the placements it keeps.
+const (
+	leaseCacheTTL = time.Second
+	maxPlacements = 100_000
+)
 
 // NewHQ checks cfg and builds the Headquarters' router.
 func NewHQ(cfg HQConfig) (*HQ, error) {
@@ -128,7 +145,8 @@ func NewHQ(cfg HQConfig) (*HQ, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	h := &HQ{cfg: cfg, byID: map[string]WorkerConfig{}, creds: map[string][]byte{}, now: time.Now}
+	h := &HQ{cfg: cfg, byID: map[string]WorkerConfig{}, creds: map[string][]byte{}, now: time.Now,
+		placements: map[string]*Placement{}}
 	for _, w := range cfg.Workers {
 		if _, dup := h.byID[w.ID]; dup {
 			return nil, errcode.WorkerConfigInvalid.New("worker %s is given twice", w.ID)
@@ -157,7 +175,7 @@ func (h *HQ) Credential(id string) []byte { return h.creds[id] }
 
 // Statuses returns every configured worker with its lease, by ID.
 func (h *HQ) Statuses(ctx context.Context) ([]WorkerStatus, error) {
-	leases, err := h.cfg.Store.ListLeases(ctx)
+	leases, err := h.listLeases(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -179,7 +197,7 @@ func (h *HQ) Status(ctx context.Context, id string) (WorkerStatus, error) {
 	if !ok {
 		return WorkerStatus{}, errcode.WorkerNotFound.New("no worker %q is configured on this HQ (serve --worker)", id)
 	}
-	leases, err := h.cfg.Store.ListLeases(ctx)
+	leases, err := h.listLeases(ctx)
 	if err != nil {
 		return WorkerStatus{}, err
 	}
@@ -189,6 +207,57 @@ func (h *HQ) Status(ctx context.Context, id string) (WorkerStatus, error) {
 		}
 	}
 	return h.status(w, nil), nil
+}
+
+// listLeases returns the workers' leases, read at most leaseCacheTTL ago.
+func (h *HQ) listLeases(ctx context.Context) ([]*Lease, error) {
+	h.mu.Lock()
+	if h.leases != nil && h.now().Sub(h.leasesAt) < leaseCacheTTL {
+		defer h.mu.Unlock()
+		return h.leases, nil
+	}
+	h.mu.Unlock()
+	leases, err := h.cfg.Store.ListLeases(ctx)
+	if err != nil {
+		return nil, err
+	}
+	h.mu.Lock()
+	h.leases, h.leasesAt = leases, h.now()
+	h.mu.Unlock()
+	return leases, nil
+}
+
+// forgetLeases makes the next read of the leases go to the database.
+func (h *HQ) forgetLeases() {
+	h.mu.Lock()
+	h.leases = nil
+	h.mu.Unlock()
+}
+
+// placement returns a resource's placement.
+func (h *HQ) placement(ctx context.Context, kind, id string) (*Placement, error) {
+	key := kind + "/" + id
+	h.mu.Lock()
+	p := h.placements[key]
+	h.mu.Unlock()
+	if p != nil {
+		return p, nil
+	}
+	p, err := h.cfg.Store.GetPlacement(ctx, kind, id)
+	if err != nil {
+		return nil, err
+	}
+	h.keep(p)
+	return p, nil
+}
+
+func (h *HQ) keep(p *Placement) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.placements) >= maxPlacements {
+		clear(h.placements)
+	}
+	h.placements[p.Kind+"/"+p.ID] = p
 }
 
 func (h *HQ) status(w WorkerConfig, l *Lease) WorkerStatus {
@@ -291,7 +360,7 @@ func kindName(kind string) string { return strings.ReplaceAll(kind, "_", " ") }
 // owner whose lease ran out answers owner_unavailable naming it, or, past
 // LostAfter, resource_lost; nothing is moved to another worker.
 func (h *HQ) Owner(ctx context.Context, kind, id string) (*Placement, WorkerStatus, error) {
-	p, err := h.cfg.Store.GetPlacement(ctx, kind, id)
+	p, err := h.placement(ctx, kind, id)
 	if err != nil {
 		return nil, WorkerStatus{}, err
 	}

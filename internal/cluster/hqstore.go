@@ -30,10 +30,19 @@ func NotFound(kind, id string) error {
 }
 
 // Record keeps p's owner.
-func (h *HQ) Record(ctx context.Context, p *Placement) error { return h.cfg.Store.PutPlacement(ctx, p) }
+func (h *HQ) Record(ctx context.Context, p *Placement) error {
+	if err := h.cfg.Store.PutPlacement(ctx, p); err != nil {
+		return err
+	}
+	h.keep(p)
+	return nil
+}
 
 // Forget drops a resource's owner: it was deleted (or lost and deleted).
 func (h *HQ) Forget(ctx context.Context, kind, id string) error {
+	h.mu.Lock()
+	delete(h.placements, kind+"/"+id)
+	h.mu.Unlock()
 	return h.cfg.Store.DeletePlacement(ctx, kind, id)
 }
 
@@ -42,6 +51,7 @@ func (h *HQ) SetDraining(ctx context.Context, id string, draining bool) error {
 	if _, ok := h.byID[id]; !ok {
 		return errcode.WorkerNotFound.New("no worker %q is configured on this HQ (serve --worker)", id)
 	}
+	defer h.forgetLeases()
 	return h.cfg.Store.SetDraining(ctx, id, draining)
 }
 

@@ -6,8 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -23,105 +21,17 @@ import (
 	"github.com/berthdev/berth/internal/testenv"
 )
 
-// testCluster is an HQ and its workers, each a real berth process, over a
-// real Postgres.
+// testCluster is testenv's cluster with what these tests ask of it.
 type testCluster struct {
-	t       *testing.T
-	dir, pg string
-	secret  []byte
-	hq      *testenv.Daemon
-	ports   map[string]int
-	workers map[string]*testenv.Daemon
-	tenant  map[string]string // worker: its tenant
-}
-
-// startCluster starts HQ with the given workers (ID: tenant, "" for any),
-// then the workers. lostAfter is HQ's --worker-lost-after.
-func startCluster(t *testing.T, workers map[string]string, lostAfter time.Duration, beforeWorkers func(*testCluster)) *testCluster {
-	t.Helper()
-	c := &testCluster{t: t, dir: testenv.ShortTempDir(t), pg: testenv.Postgres(t), ports: map[string]int{},
-		workers: map[string]*testenv.Daemon{}, tenant: workers}
-	c.secret = []byte(cluster.NewSecret())
-	secretPath := filepath.Join(c.dir, "hq.token")
-	if err := os.WriteFile(secretPath, append(c.secret, '\n'), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	args := []string{"--role", "hq", "--database", c.pg, "--service-token-file", secretPath,
-		"--worker-lost-after", lostAfter.String(), "--rate-source", "off", "--rate-key", "off", "--rate-creates", "off",
-		"--rate-tenant", "off", "--rate-tenant-creates", "off"}
-	for id, tenant := range workers {
-		c.ports[id] = testenv.FreePort(t)
-		w := fmt.Sprintf("%s=http://127.0.0.1:%d", id, c.ports[id])
-		if tenant != "" {
-			w += ",tenant=" + tenant
-		}
-		args = append(args, "--worker", w)
-	}
-	for _, id := range append(keys(workers), "hq") {
-		if err := os.MkdirAll(filepath.Join(c.dir, id), 0o700); err != nil {
-			t.Fatal(err)
-		}
-	}
-	c.hq = testenv.StartDaemonProcess(t, filepath.Join(c.dir, "hq", "d"), args...)
-	if beforeWorkers != nil {
-		beforeWorkers(c)
-	}
-	for id := range workers {
-		c.startWorker(id)
-	}
-	c.waitStatus(cluster.StatusLive, keys(workers)...)
-	return c
-}
-
-func keys[V any](m map[string]V) []string {
-	var out []string
-	for k := range m {
-		out = append(out, k)
-	}
-	return out
-}
-
-// startWorker starts (or starts again) worker id on its port and data
-// directory.
-func (c *testCluster) startWorker(id string) {
-	c.t.Helper()
-	cred := filepath.Join(c.dir, id+".token")
-	if err := os.WriteFile(cred, []byte(cluster.WorkerCredential(c.secret, id)+"\n"), 0o600); err != nil {
-		c.t.Fatal(err)
-	}
-	args := []string{"--role", "worker", "--database", c.pg, "--worker-id", id, "--service-token-file", cred,
-		"--hq", c.hq.URL, "--listen", fmt.Sprintf("127.0.0.1:%d", c.ports[id]), "--browser-warm-contexts", "-1"}
-	if tn := c.tenant[id]; tn != "" {
-		args = append(args, "--tenant", tn)
-	}
-	d := testenv.StartDaemonProcess(c.t, filepath.Join(c.dir, id, "d"), args...)
-	d.Client = nil // its own key opens nothing: only HQ's assertions do
-	c.workers[id] = d
-}
-
-func (c *testCluster) waitStatus(status string, ids ...string) {
-	c.t.Helper()
-	testenv.Eventually(c.t, 30*time.Second, fmt.Sprintf("workers %v %s", ids, status), func() bool {
-		l, err := c.hq.Client.ListWorkers(context.Background())
-		if err != nil {
-			return false
-		}
-		for _, w := range l.Workers {
-			for _, id := range ids {
-				if w.ID == id && w.Status != status {
-					return false
-				}
-			}
-		}
-		return true
-	})
+	*testenv.Cluster
+	t *testing.T
 }
 
 // owner is the worker HQ recorded for sandbox id, read from the workers'
 // own answers: a worker answers only for what it holds.
 func (c *testCluster) owner(id string) string {
 	c.t.Helper()
-	for wid := range c.workers {
+	for wid := range c.Workers {
 		r := c.direct(wid, http.MethodGet, "/v1/sandboxes/"+id, cluster.Caller{Principal: auth.Principal{KeyID: "test", Scope: auth.ScopeAdmin}})
 		if r.status == http.StatusOK {
 			return wid
@@ -142,13 +52,13 @@ type directReply struct {
 // starting "Bearer " is sent as Authorization instead.
 func (c *testCluster) directAs(wid, credFor, method, path string, as cluster.Caller, at time.Time, header string) directReply {
 	c.t.Helper()
-	req, err := http.NewRequest(method, fmt.Sprintf("http://127.0.0.1:%d%s", c.ports[wid], path), nil)
+	req, err := http.NewRequest(method, fmt.Sprintf("http://127.0.0.1:%d%s", c.Ports[wid], path), nil)
 	if err != nil {
 		c.t.Fatal(err)
 	}
 	switch {
 	case header == "":
-		req.Header.Set(cluster.AssertionHeader, cluster.Assert(c.cred(credFor), credFor, as, method, req.URL.RequestURI(), at))
+		req.Header.Set(cluster.AssertionHeader, cluster.Assert(c.Cred(credFor), credFor, as, method, req.URL.RequestURI(), at))
 	case strings.HasPrefix(header, "Bearer "):
 		req.Header.Set("Authorization", header)
 	case header != "-":
@@ -162,8 +72,6 @@ func (c *testCluster) directAs(wid, credFor, method, path string, as cluster.Cal
 	b, _ := io.ReadAll(resp.Body)
 	return directReply{resp.StatusCode, string(b)}
 }
-
-func (c *testCluster) cred(id string) []byte { return []byte(cluster.WorkerCredential(c.secret, id)) }
 
 // direct sends a request straight to worker wid with HQ's assertion for it.
 func (c *testCluster) direct(wid, method, path string, as cluster.Caller) directReply {
@@ -181,25 +89,27 @@ func TestCluster(t *testing.T) {
 	testenv.NeedRoot(t)
 	ctx := context.Background()
 	var acmeKey, betaKey string
-	c := startCluster(t, map[string]string{"w1": "", "w2": "", "w3": "acme"}, 4*time.Second, func(c *testCluster) {
-		// A dedicated worker's tenant must exist before the worker starts.
-		for _, name := range []string{"acme", "beta"} {
-			if _, err := c.hq.Client.CreateTenant(ctx, apitype.CreateTenantRequest{Name: name}); err != nil {
-				t.Fatal(err)
+	c := &testCluster{t: t, Cluster: testenv.StartCluster(t, testenv.ClusterSpec{
+		Workers: map[string]string{"w1": "", "w2": "", "w3": "acme"}, LostAfter: 4 * time.Second,
+		BeforeWorkers: func(c *testenv.Cluster) {
+			// A dedicated worker's tenant must exist before the worker starts.
+			for _, name := range []string{"acme", "beta"} {
+				if _, err := c.HQ.Client.CreateTenant(ctx, apitype.CreateTenantRequest{Name: name}); err != nil {
+					t.Fatal(err)
+				}
+				k, err := c.HQ.Client.CreateKey(ctx, apitype.CreateKeyRequest{Name: name, Tenant: name})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if name == "acme" {
+					acmeKey = k.Secret
+				} else {
+					betaKey = k.Secret
+				}
 			}
-			k, err := c.hq.Client.CreateKey(ctx, apitype.CreateKeyRequest{Name: name, Tenant: name})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if name == "acme" {
-				acmeKey = k.Secret
-			} else {
-				betaKey = k.Secret
-			}
-		}
-	})
-	hq := c.hq.Client
-	acme, beta := client.New(c.hq.URL, acmeKey), client.New(c.hq.URL, betaKey)
+		}})}
+	hq := c.HQ.Client
+	acme, beta := client.New(c.HQ.URL, acmeKey), client.New(c.HQ.URL, betaKey)
 
 	var ids []string
 	t.Run("placement", func(t *testing.T) {
@@ -296,8 +206,8 @@ func TestCluster(t *testing.T) {
 			t.Errorf("file read through HQ = %q", b)
 		}
 		// A terminal's WebSocket through HQ.
-		term := newTerminal(t, c.hq, sbID, apitype.CreateTerminalRequest{})
-		ws := attach(t, c.hq, sbID, term.ID, 0)
+		term := newTerminal(t, c.HQ, sbID, apitype.CreateTerminalRequest{})
+		ws := attach(t, c.HQ, sbID, term.ID, 0)
 		if err := hq.TerminalInput(ctx, sbID, term.ID, []byte("echo term-$((40+2))\n")); err != nil {
 			t.Fatal(err)
 		}
@@ -338,8 +248,8 @@ func TestCluster(t *testing.T) {
 		// The CDP WebSocket through HQ.
 		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
-		conn, resp, err := websocket.Dial(wctx, strings.Replace(c.hq.URL, "http", "ws", 1)+"/v1/browser/sessions/"+sess.ID+"/cdp",
-			&websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + c.hq.Token}}})
+		conn, resp, err := websocket.Dial(wctx, strings.Replace(c.HQ.URL, "http", "ws", 1)+"/v1/browser/sessions/"+sess.ID+"/cdp",
+			&websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + c.HQ.Token}}})
 		if err != nil {
 			var body []byte
 			if resp != nil {
@@ -369,8 +279,8 @@ func TestCluster(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !strings.HasPrefix(link.URL, c.hq.URL) {
-			t.Errorf("view link %s is not on HQ's address %s", link.URL, c.hq.URL)
+		if !strings.HasPrefix(link.URL, c.HQ.URL) {
+			t.Errorf("view link %s is not on HQ's address %s", link.URL, c.HQ.URL)
 		}
 		resp, err = http.Get(link.URL)
 		if err != nil {
@@ -381,7 +291,7 @@ func TestCluster(t *testing.T) {
 			t.Errorf("view link through HQ = %d", resp.StatusCode)
 		}
 		// Positive control above; a forged token is refused.
-		resp, err = http.Get(c.hq.URL + "/live/" + sess.ID + ".9999999999.forged")
+		resp, err = http.Get(c.HQ.URL + "/live/" + sess.ID + ".9999999999.forged")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -416,15 +326,15 @@ func TestCluster(t *testing.T) {
 			"no assertion":             c.directAs(w, w, "GET", path, admin, time.Now(), "-"),
 			"another worker's":         c.directAs(w, other, "GET", path, admin, time.Now(), ""),
 			"expired":                  c.directAs(w, w, "GET", path, admin, time.Now().Add(-time.Minute), ""),
-			"made for another path":    c.directAs(w, w, "GET", path, admin, time.Now(), cluster.Assert(c.cred(w), w, admin, "GET", "/v1/sandboxes", time.Now())),
-			"the client's key instead": c.directAs(w, w, "GET", path, admin, time.Now(), "Bearer "+c.hq.Token),
+			"made for another path":    c.directAs(w, w, "GET", path, admin, time.Now(), cluster.Assert(c.Cred(w), w, admin, "GET", "/v1/sandboxes", time.Now())),
+			"the client's key instead": c.directAs(w, w, "GET", path, admin, time.Now(), "Bearer "+c.HQ.Token),
 		} {
 			if r.status != 401 || !strings.Contains(r.body, "service_credential_invalid") {
 				t.Errorf("%s: %d %s, want 401 service_credential_invalid", name, r.status, r.body)
 			}
 		}
 		// A replay: the same assertion twice; the first passes.
-		a := cluster.Assert(c.cred(w), w, admin, "GET", path, time.Now())
+		a := cluster.Assert(c.Cred(w), w, admin, "GET", path, time.Now())
 		if r := c.directAs(w, w, "GET", path, admin, time.Now(), a); r.status != 200 {
 			t.Errorf("first use = %d %s", r.status, r.body)
 		}
@@ -481,20 +391,20 @@ func TestCluster(t *testing.T) {
 
 	t.Run("owner killed", func(t *testing.T) {
 		w := c.owner(sbID)
-		c.workers[w].Kill9(t)
-		c.waitStatus(cluster.StatusOffline, w)
+		c.Workers[w].Kill9(t)
+		c.WaitStatus(cluster.StatusOffline, w)
 		_, err := hq.Run(ctx, sbID, apitype.CreateCommandRequest{Command: "true"})
 		if errcode.ReasonOf(err) != "owner_unavailable" || !strings.Contains(err.Error(), w) {
 			t.Errorf("exec on a dead owner = %v, want owner_unavailable naming %s", err, w)
 		}
-		c.waitStatus(cluster.StatusLost, w)
+		c.WaitStatus(cluster.StatusLost, w)
 		if _, err := hq.Run(ctx, sbID, apitype.CreateCommandRequest{Command: "true"}); errcode.ReasonOf(err) != "resource_lost" {
 			t.Errorf("exec on a lost owner = %v, want resource_lost", err)
 		}
 		// Nothing moved: the others still answer, and the owner re-adopts
 		// its own when it comes back.
-		c.startWorker(w)
-		c.waitStatus(cluster.StatusLive, w)
+		c.StartWorker(w)
+		c.WaitStatus(cluster.StatusLive, w)
 		cmd, err := hq.Run(ctx, sbID, apitype.CreateCommandRequest{Command: "cat notes/a.txt"})
 		if err != nil || cmd.Stdout != "through hq" {
 			t.Errorf("after the owner restarted = %q, %v", cmd.Stdout, err)
@@ -523,11 +433,11 @@ func TestCluster(t *testing.T) {
 }
 
 func hqGet(c *testCluster, path string) (string, error) {
-	req, err := http.NewRequest("GET", c.hq.URL+path, nil)
+	req, err := http.NewRequest("GET", c.HQ.URL+path, nil)
 	if err != nil {
 		return "", err
 	}
-	req.Header.Set("Authorization", "Bearer "+c.hq.Token)
+	req.Header.Set("Authorization", "Bearer "+c.HQ.Token)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return "", err
