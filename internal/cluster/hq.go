@@ -105,7 +105,11 @@ type HQConfig struct {
 	// LostAfter is how long after its lease ran out a worker's resources
 	// are reported lost (default 5 minutes).
 	LostAfter time.Duration
-	// MaxResponse caps a forwarded response's body (default 1 GiB).
+	// MaxJSON caps a forwarded JSON answer (default 33 MiB: a method
+	// API answer with base64 content); MaxResponse caps any other
+	// forwarded body but a stream's (default 4 GiB, the largest file
+	// download).
+	MaxJSON     int64
 	MaxResponse int64
 	Logger      *slog.Logger
 }
@@ -141,7 +145,8 @@ func NewHQ(cfg HQConfig) (*HQ, error) {
 		return nil, errcode.ServiceTokenInvalid.New("HQ's service secret must be at least %d characters", MinSecretLen)
 	}
 	cfg.LostAfter = cmp.Or(cfg.LostAfter, 5*time.Minute)
-	cfg.MaxResponse = cmp.Or(cfg.MaxResponse, 1<<30)
+	cfg.MaxJSON = cmp.Or(cfg.MaxJSON, 33<<20)
+	cfg.MaxResponse = cmp.Or(cfg.MaxResponse, 4<<30)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -284,7 +289,11 @@ func (h *HQ) status(w WorkerConfig, l *Lease) WorkerStatus {
 // tenantName, whose sandbox runtime is runtime ("" for the worker's
 // default): a live worker with the capability and room, dedicated to that
 // tenant if one is, else one serving every tenant; the least loaded.
-func (h *HQ) Place(ctx context.Context, kind, tenantName, runtime string) (WorkerConfig, error) {
+//
+// A non-empty station names the one worker to use (the Station method
+// API's owner): it is refused, not replaced, when it cannot take the
+// resource.
+func (h *HQ) Place(ctx context.Context, kind, tenantName, runtime, station string) (WorkerConfig, error) {
 	all, err := h.Statuses(ctx)
 	if err != nil {
 		return WorkerConfig{}, err
@@ -303,10 +312,15 @@ func (h *HQ) Place(ctx context.Context, kind, tenantName, runtime string) (Worke
 	for _, ws := range all {
 		c := ws.Lease
 		switch {
+		case station != "" && ws.ID != station:
+			continue
 		case ws.Status != StatusLive:
 			why = append(why, fmt.Sprintf("%s is %s", ws.ID, ws.Status))
 			continue
 		case ws.Tenant != "" && ws.Tenant != tenantName:
+			if station != "" {
+				why = append(why, fmt.Sprintf("%s is dedicated to another tenant", ws.ID))
+			}
 			continue // another tenant's: not even worth naming
 		case kind == KindSandbox && runtime != "" && !slices.Contains(c.Capabilities.Runtimes, runtime):
 			why = append(why, fmt.Sprintf("%s has no %s runtime", ws.ID, runtime))
@@ -427,11 +441,18 @@ func (h *HQ) Serve(w http.ResponseWriter, r *http.Request, f Forward) {
 			}
 		},
 		ModifyResponse: func(resp *http.Response) error {
-			if resp.ContentLength > h.cfg.MaxResponse {
-				return errResponseTooLarge
+			limit := h.cfg.MaxResponse
+			switch ct := resp.Header.Get("Content-Type"); {
+			case strings.HasPrefix(ct, "application/json"):
+				limit = h.cfg.MaxJSON
+			case strings.HasPrefix(ct, "text/event-stream"), resp.StatusCode == http.StatusSwitchingProtocols:
+				limit = 0 // a stream: as long as the client follows it
 			}
-			if resp.StatusCode != http.StatusSwitchingProtocols {
-				resp.Body = &cappedBody{ReadCloser: resp.Body, left: h.cfg.MaxResponse}
+			if limit > 0 {
+				if resp.ContentLength > limit {
+					return errResponseTooLarge
+				}
+				resp.Body = &cappedBody{ReadCloser: resp.Body, left: limit}
 			}
 			if f.Inspect == nil || resp.StatusCode == http.StatusSwitchingProtocols {
 				return nil
@@ -482,8 +503,12 @@ func (h *HQ) forwardError(r *http.Request, w WorkerConfig, err error) error {
 	if errors.As(err, &ce) {
 		return ce // Inspect's
 	}
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		return errcode.BodyTooLarge.New("request body is larger than the limit of %d bytes", tooBig.Limit)
+	}
 	if errors.Is(err, errResponseTooLarge) {
-		return errcode.OwnerOutcomeUnknown.Wrap(err, "worker %s answered with more than %d bytes, which HQ does not forward", w.ID, h.cfg.MaxResponse)
+		return errcode.OwnerOutcomeUnknown.Wrap(err, "worker %s's answer is larger than HQ forwards (%d bytes of JSON, %d of anything else)", w.ID, h.cfg.MaxJSON, h.cfg.MaxResponse)
 	}
 	if notDelivered(err) || r.Method == http.MethodGet || r.Method == http.MethodHead {
 		return errcode.OwnerUnavailable.Wrap(err, "worker %s is not answering", w.ID)

@@ -82,6 +82,7 @@ func runHQ(ctx context.Context, cfg Config, dataDir string, log *slog.Logger) er
 		PreviewDomain: strings.ToLower(strings.Trim(cfg.PreviewDomain, ".")),
 		Tenants:       db, DefaultTenant: tenant.DefaultID, Audit: db, Idempotency: db, RateLimits: cfg.RateLimits,
 		StationID: cfg.StationID, Dashboard: dashboardOf(cfg.Dashboard, log), Cluster: hq,
+		DBUnavailable: store.IsUnavailable,
 	})
 	defer api.Close()
 	revocations, stop := context.WithCancel(context.Background())

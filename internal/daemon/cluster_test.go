@@ -2,6 +2,7 @@ package daemon_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -307,6 +308,76 @@ func TestCluster(t *testing.T) {
 		}
 		if _, err := hq.BrowserSession(ctx, sess.ID); errcode.ReasonOf(err) != "session_not_found" {
 			t.Errorf("a closed session through HQ = %v, want session_not_found", err)
+		}
+	})
+
+	t.Run("station API", func(t *testing.T) {
+		post := func(station, body string) (int, map[string]any) {
+			req, _ := http.NewRequest("POST", c.HQ.URL+"/api/v1/stations/"+station+"/execution/sandbox", strings.NewReader(body))
+			req.Header.Set("Authorization", "Bearer "+c.HQ.Token)
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			var out map[string]any
+			_ = json.NewDecoder(resp.Body).Decode(&out)
+			return resp.StatusCode, out
+		}
+		body, err := hqGet(c, "/api/v1/execution")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range []string{"w1", "w2", "w3"} {
+			if !strings.Contains(body, `"stationId":"`+w+`"`) {
+				t.Errorf("GET /api/v1/execution does not list %s: %s", w, body)
+			}
+		}
+		if !strings.Contains(body, `"status":"online"`) || !strings.Contains(body, `"sandbox":["`+testenv.Runtime()) {
+			t.Errorf("GET /api/v1/execution = %s, want online stations with their runtimes", body)
+		}
+		// A create on station w2 lands on w2, and w2 is where its calls go.
+		status, out := post("w2", `{"method":"create"}`)
+		data, _ := out["data"].(map[string]any)
+		id, _ := data["id"].(string)
+		if status != 200 || id == "" {
+			t.Fatalf("create on station w2 = %d %v", status, out)
+		}
+		ids = append(ids, id)
+		if o := c.owner(id); o != "w2" {
+			t.Errorf("the create on station w2 is on %s", o)
+		}
+		if status, out := post("w2", `{"method":"exec","id":"`+id+`","command":"echo on-w2"}`); status != 200 || !strings.Contains(fmt.Sprint(out), "on-w2") {
+			t.Errorf("exec on station w2 = %d %v", status, out)
+		}
+		// Its ID on another station is not found there: no routing around
+		// the owner the caller named.
+		if status, out := post("w1", `{"method":"exec","id":"`+id+`","command":"true"}`); status != 404 {
+			t.Errorf("exec of w2's sandbox on station w1 = %d %v, want 404", status, out)
+		}
+		if status, out := post("w9", `{"method":"create"}`); status != 404 || !strings.Contains(fmt.Sprint(out), "station_not_found") {
+			t.Errorf("create on unknown station w9 = %d %v, want station_not_found", status, out)
+		}
+	})
+
+	t.Run("caps", func(t *testing.T) {
+		// HQ bounds what it forwards as one daemon does: 128 KiB of JSON.
+		big := `{"command":"true","env":{"X":"` + strings.Repeat("x", 200<<10) + `"}}`
+		req, _ := http.NewRequest("POST", c.HQ.URL+"/v1/sandboxes/"+sbID+"/commands", strings.NewReader(big))
+		req.Header.Set("Authorization", "Bearer "+c.HQ.Token)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 413 || !strings.Contains(string(b), "body_too_large") {
+			t.Errorf("a 200 KiB exec body through HQ = %d %s, want 413 body_too_large", resp.StatusCode, b)
+		}
+		if _, err := hq.Run(ctx, sbID, apitype.CreateCommandRequest{Command: "true", Env: map[string]string{"X": "small"}}); err != nil {
+			t.Errorf("a small exec body through HQ: %v", err)
 		}
 	})
 

@@ -353,7 +353,7 @@ func Run(ctx context.Context, cfg Config) error {
 		StationID: cfg.StationID, Dashboard: dashboardOf(cfg.Dashboard, log),
 	}
 	if worker != nil {
-		apiCfg.Worker = worker.verifier
+		apiCfg.Worker, apiCfg.DBUnavailable = worker.verifier, store.IsUnavailable
 	}
 	api := httpapi.New(apiCfg)
 	defer api.Close()

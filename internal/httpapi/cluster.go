@@ -120,7 +120,7 @@ func (s *Server) forwardToOwner(kind, pattern string) http.Handler {
 		hq := s.cfg.Cluster
 		id := r.PathValue("id")
 		p, ws, err := hq.Owner(r.Context(), kind, id)
-		if p != nil && scopeOf(r) != sandbox.AnyTenant && p.Tenant != scopeOf(r) {
+		if p != nil && (scopeOf(r) != sandbox.AnyTenant && p.Tenant != scopeOf(r) || !pinnedTo(r, p.Worker)) {
 			err = cluster.NotFound(kind, id)
 		}
 		if errcode.Is(err, errcode.Conflict) && r.Method == http.MethodDelete {
@@ -158,8 +158,27 @@ func (s *Server) forwardToOwner(kind, pattern string) http.Handler {
 				return nil
 			}
 		}
+		capBody(w, r, pattern, s.cfg.MaxUpload)
 		hq.Serve(w, r, f)
 	})
+}
+
+// pinnedTo reports whether r may reach a resource on worker: a method API
+// call names its station, and reaches that station's resources only.
+func pinnedTo(r *http.Request, worker string) bool {
+	id, ok := r.Context().Value(stationKey).(string)
+	return !ok || id == worker
+}
+
+// capBody bounds what HQ forwards as pattern's body: uploads and a port's
+// traffic to maxUpload, everything else to maxJSON, as one daemon's
+// routes do. Past it the forward fails with 413.
+func capBody(w http.ResponseWriter, r *http.Request, pattern string, maxUpload int64) {
+	limit := int64(maxJSON)
+	if strings.HasSuffix(pattern, "/files/content") || strings.Contains(pattern, "/ports/{port}/") {
+		limit = maxUpload
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, limit)
 }
 
 // placeAndForward places a create of kind on a worker, forwards it, and
@@ -188,7 +207,8 @@ func (s *Server) placeAndForward(kind string) http.Handler {
 			return
 		}
 		hq := s.cfg.Cluster
-		wc, err := hq.Place(r.Context(), kind, ownerName, spec.Runtime)
+		station, _ := r.Context().Value(stationKey).(string)
+		wc, err := hq.Place(r.Context(), kind, ownerName, spec.Runtime, station)
 		if err != nil {
 			s.fail(w, r, err)
 			return
@@ -516,4 +536,67 @@ func (s *Server) hqSystem(w http.ResponseWriter, r *http.Request) {
 		out.Counts.Sandboxes, out.Browser.Sessions = l.Sandboxes, l.BrowserSessions
 	}
 	wire.Encode(w, http.StatusOK, out)
+}
+
+// hqStations is GET /api/v1/execution on a Headquarters: each worker as a
+// station, with what its lease advertises. A tenant's key sees the workers
+// that may hold its resources.
+func (s *Server) hqStations(w http.ResponseWriter, r *http.Request) {
+	caller, err := s.caller(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	all, err := s.cfg.Cluster.Statuses(r.Context())
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	placed, err := s.cfg.Cluster.Placed(r.Context())
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	out := stationList{Stations: []stationInfo{}}
+	for _, ws := range all {
+		if caller.TenantName != "" && ws.Tenant != "" && ws.Tenant != caller.TenantName {
+			continue
+		}
+		info := stationInfo{StationID: ws.ID, Status: ws.Status,
+			Capabilities: stationCapabilities{Primitives: []string{}, Runtimes: []apitype.RuntimeInfo{},
+				Sandbox: stationPrimitive{Methods: methodList(primitiveSandbox)}},
+			Backends: stationBackends{Sandbox: []string{}, Browser: []string{}},
+		}
+		if ws.Status == cluster.StatusLive {
+			info.Status = "online"
+		}
+		l := ws.Lease
+		if l != nil && l.Incarnation != "" {
+			c := l.Capabilities
+			info.Version = c.Version
+			info.Backends.Sandbox = append(info.Backends.Sandbox, c.Runtimes...)
+			for i, rt := range c.Runtimes {
+				info.Capabilities.Runtimes = append(info.Capabilities.Runtimes, apitype.RuntimeInfo{Name: rt, Isolated: rt != "process", Available: true, Default: i == 0})
+			}
+			if len(c.Runtimes) > 0 {
+				info.Capabilities.Primitives = append(info.Capabilities.Primitives, primitiveSandbox)
+			}
+			if c.Browser {
+				info.Capabilities.Primitives = append(info.Capabilities.Primitives, primitiveBrowser)
+				info.Capabilities.Browser = &stationPrimitive{Methods: methodList(primitiveBrowser)}
+				info.Backends.Browser = append(info.Backends.Browser, "chromium")
+			}
+			takes := ws.Status == cluster.StatusLive
+			n := placed[ws.ID]
+			info.Availability.Sandbox = stationSlots{Available: takes && len(c.Runtimes) > 0 && (c.MaxSandboxes == 0 || n.Sandboxes < c.MaxSandboxes),
+				Active: n.Sandboxes, Max: c.MaxSandboxes}
+			info.Availability.Browser = stationSlots{Available: takes && c.Browser && (c.MaxBrowserSessions == 0 || n.BrowserSessions < c.MaxBrowserSessions),
+				Active: n.BrowserSessions, Max: c.MaxBrowserSessions}
+		}
+		if !ws.Reachable() || ws.Status == cluster.StatusDraining {
+			info.Availability.Sandbox.Reason, info.Availability.Browser.Reason = ws.Reason, ws.Reason
+		}
+		out.Stations = append(out.Stations, info)
+	}
+	wire.Encode(w, http.StatusOK, stationAnswer{Data: out})
 }

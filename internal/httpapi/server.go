@@ -93,6 +93,10 @@ type Config struct {
 	// Worker, when set, makes this server a cluster's worker: requests
 	// carry HQ's assertion instead of a key (cluster.go).
 	Worker *cluster.Verifier
+	// DBUnavailable, when set, tells a database that cannot be reached
+	// from other failures: such a failure answers 503
+	// database_unavailable (store.IsUnavailable).
+	DBUnavailable func(error) bool
 }
 
 // Server serves the API.
@@ -233,6 +237,7 @@ type ctxKey int
 const (
 	requestIDKey ctxKey = iota
 	principalKey
+	stationKey // the worker a method API call names, on a Headquarters
 )
 
 func requestID(r *http.Request) string {
@@ -242,6 +247,10 @@ func requestID(r *http.Request) string {
 
 // fail writes err as the error response of r.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	var ce *errcode.Error
+	if s.cfg.DBUnavailable != nil && !errorsAs(err, &ce) && s.cfg.DBUnavailable(err) {
+		err = errcode.DatabaseUnavailable.Wrap(err, "the database is not answering; try again shortly")
+	}
 	noteReason(r, err)
 	wire.WriteError(w, r, s.log, err, requestID(r))
 }

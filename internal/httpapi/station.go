@@ -150,7 +150,18 @@ type stationAnswer struct {
 }
 
 func (s *Server) stationMethod(w http.ResponseWriter, r *http.Request) (any, error) {
-	if id := r.PathValue("stationId"); id != s.stationID() {
+	if s.cfg.Cluster != nil {
+		// On a Headquarters each worker is a station: the call goes to
+		// exactly that owner (cluster.go).
+		id := r.PathValue("stationId")
+		if _, err := s.cfg.Cluster.Status(r.Context(), id); err != nil {
+			if errcode.Is(err, errcode.NotFound) {
+				err = errcode.StationNotFound.New("station %q is not a worker of this HQ (GET /api/v1/execution lists them)", id)
+			}
+			return nil, err
+		}
+		r = r.WithContext(context.WithValue(r.Context(), stationKey, id))
+	} else if id := r.PathValue("stationId"); id != s.stationID() {
 		return nil, errcode.StationNotFound.New("station %q is not this daemon's; its station ID is %q", id, s.stationID())
 	}
 	primitive := r.PathValue("primitive")
@@ -951,6 +962,10 @@ type stationList struct {
 // it reads GET /v1/system as the caller and describes the station.
 func (s *Server) handleStationInfo() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.cfg.Cluster != nil {
+			s.hqStations(w, r)
+			return
+		}
 		a, err := s.dispatch(r, stationCall{method: http.MethodGet, path: "/v1/system"})
 		if err != nil {
 			s.failStation(w, r, err)

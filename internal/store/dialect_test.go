@@ -2,7 +2,12 @@ package store_test
 
 import (
 	"context"
+	"io/fs"
+	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -222,5 +227,40 @@ func TestSQLiteOnlyTools(t *testing.T) {
 	}
 	if _, err := store.Backup(ctx, path, filepath.Join(dir, "copy.db")); err != nil {
 		t.Errorf("Backup(SQLite file) = %v", err)
+	}
+}
+
+// TestMigrationTypeNames: the migrations spell the types Postgres's
+// translation rewrites (INTEGER, BLOB, TEXT) in upper case, outside
+// comments; a lower-case one would stay 32-bit, binary-less or
+// locale-ordered on Postgres.
+func TestMigrationTypeNames(t *testing.T) {
+	t.Parallel()
+	lower := regexp.MustCompile(`(?i)\b(integer|blob|text)\b`)
+	if got := lower.FindAllString("x integer NOT NULL, -- y", -1); len(got) != 1 { // the probe's control
+		t.Fatalf("the probe finds %q in a lower-case column, want integer", got)
+	}
+	names, err := fs.Glob(os.DirFS("migrations"), "*.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	more, _ := fs.Glob(os.DirFS("migrations"), "postgres/*.sql")
+	names = append(names, more...)
+	if len(names) < 11 || !slices.Contains(names, "postgres/0008_tenants.sql") {
+		t.Fatalf("migrations found: %v", names)
+	}
+	for _, name := range names {
+		b, err := os.ReadFile(filepath.Join("migrations", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(b), "\n") {
+			code, _, _ := strings.Cut(line, "--")
+			for _, m := range lower.FindAllString(code, -1) {
+				if m != strings.ToUpper(m) {
+					t.Errorf("%s:%d: type %q in lower case; write %s", name, i+1, m, strings.ToUpper(m))
+				}
+			}
+		}
 	}
 }

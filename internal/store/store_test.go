@@ -302,11 +302,12 @@ func TestPruneCommands(t *testing.T) {
 			{"keep zero", []string{"exited", "running", "failed"}, 0, []int{1}},
 			{"all running", []string{"running", "running", "running"}, 1, []int{2, 1, 0}},
 		}
+		// One database: each case prunes a sandbox of its own.
+		db := open(t)
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
 				t.Parallel()
 				ctx := context.Background()
-				db := open(t)
 				sb := newSandbox(t, db, "")
 				other := newSandbox(t, db, "")
 				otherCmd := newCommand(t, db, other.ID, apitype.CommandExited)

@@ -201,8 +201,12 @@ func startCluster() (string, error) {
 		gid, _ := strconv.Atoi(u.Gid)
 		cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
 	}
-	removeStaleClusters()
-	dir, err := os.MkdirTemp("", "berth-pg-")
+	base := os.TempDir()
+	if cred != nil && !othersCanEnter(base) {
+		base = "/tmp" // the postgres user must reach its data directory
+	}
+	removeStaleClusters(base)
+	dir, err := os.MkdirTemp(base, "berth-pg-")
 	if err != nil {
 		return "", err
 	}
@@ -278,8 +282,8 @@ func startCluster() (string, error) {
 // binary is gone (SIGKILL, or a test timeout's panic, runs no cleanup; the
 // parent-death signal has stopped their server). Each directory names its
 // test binary in owner.pid.
-func removeStaleClusters() {
-	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), "berth-pg-*"))
+func removeStaleClusters(base string) {
+	dirs, _ := filepath.Glob(filepath.Join(base, "berth-pg-*"))
 	for _, dir := range dirs {
 		b, err := os.ReadFile(filepath.Join(dir, "owner.pid"))
 		if err != nil {
@@ -291,6 +295,20 @@ func removeStaleClusters() {
 		}
 		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) || zombie(pid) {
 			os.RemoveAll(dir)
+		}
+	}
+}
+
+// othersCanEnter reports whether a user other than the owner may enter
+// dir: it and every directory above it are executable by others.
+func othersCanEnter(dir string) bool {
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		fi, err := os.Stat(d)
+		if err != nil || fi.Mode().Perm()&0o001 == 0 {
+			return false
+		}
+		if d == filepath.Dir(d) {
+			return true
 		}
 	}
 }
