@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"regexp"
 	"strings"
 	"testing"
@@ -358,6 +359,51 @@ func TestCluster(t *testing.T) {
 		}
 		if status, out := post("w9", `{"method":"create"}`); status != 404 || !strings.Contains(fmt.Sprint(out), "station_not_found") {
 			t.Errorf("create on unknown station w9 = %d %v, want station_not_found", status, out)
+		}
+	})
+
+	t.Run("dashboard", func(t *testing.T) {
+		// HQ's dashboard calls HQ's routes, so its pages show what the
+		// workers hold.
+		cookie := func(resp *http.Response, name string) string {
+			for _, ck := range resp.Cookies() {
+				if strings.TrimPrefix(ck.Name, "__Host-") == name {
+					return ck.Name + "=" + ck.Value
+				}
+			}
+			t.Fatalf("no %s cookie in %v", name, resp.Header["Set-Cookie"])
+			return ""
+		}
+		noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		resp, err := noRedirect.Get(c.HQ.URL + "/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		login := cookie(resp, "berth_login")
+		form := url.Values{"csrf": {strings.SplitN(login, "=", 2)[1]}, "key": {c.HQ.Token}}
+		req, _ := http.NewRequest("POST", c.HQ.URL+"/login", strings.NewReader(form.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Cookie", login)
+		resp, err = noRedirect.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusSeeOther {
+			t.Fatalf("sign-in on HQ = %d", resp.StatusCode)
+		}
+		session := cookie(resp, "berth_session")
+		req, _ = http.NewRequest("GET", c.HQ.URL+"/ui/sandboxes", nil)
+		req.Header.Set("Cookie", session)
+		resp, err = noRedirect.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		page, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || !strings.Contains(string(page), sbID) {
+			t.Errorf("HQ's sandboxes page = %d, without %s", resp.StatusCode, sbID)
 		}
 	})
 

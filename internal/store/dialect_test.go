@@ -264,3 +264,36 @@ func TestMigrationTypeNames(t *testing.T) {
 		}
 	}
 }
+
+// TestPostgresOutage: while Postgres is down the store's calls fail
+// within their deadline, and once it is back the same DB serves again
+// (its pool drops the dead connections) with nothing lost.
+func TestPostgresOutage(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	server := testenv.NewPostgresServer(t)
+	db := openTarget(t, server.DSN())
+	newSandbox(t, db, "before")
+	if err := server.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	down, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if _, err := db.GetSandboxByName(down, "", "before"); err == nil || errcode.Is(err, errcode.NotFound) {
+		t.Errorf("GetSandboxByName with Postgres down = %v, want a connection error", err)
+	}
+	if down.Err() != nil {
+		t.Errorf("the call with Postgres down waited out its 5s deadline, want a prompt failure")
+	}
+	if err := server.Start(); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 10*time.Second, "the store answers again after Postgres returns", func() bool {
+		_, err := db.GetSandboxByName(ctx, "", "before")
+		return err == nil
+	})
+	newSandbox(t, db, "after")
+	if l, err := db.ListSandboxes(ctx); err != nil || len(l) != 2 {
+		t.Errorf("ListSandboxes after the outage = %d, %v; want 2", len(l), err)
+	}
+}

@@ -30,17 +30,15 @@ import (
 // Unset, the tests start a server of their own.
 const PostgresEnv = "BERTH_TEST_POSTGRES"
 
-// pg is the test binary's one Postgres server, started by the first
+// pg is the test binary's shared Postgres server, started by the first
 // Postgres call and stopped by StopPostgres.
 var pg struct {
-	mu    sync.Mutex // guards everything below
-	admin string     // DSN of the server's maintenance database
-	err   error      // why the server could not be had (sticky)
-	tried bool
-	cmd   *exec.Cmd // the postmaster we started; nil for $BERTH_TEST_POSTGRES
-	dir   string    // its temporary directory (data, socket, log)
-	done  chan struct{}
-	seq   int
+	mu     sync.Mutex // guards everything below
+	admin  string     // DSN of the server's maintenance database
+	err    error      // why the server could not be had (sticky)
+	tried  bool
+	server *PostgresServer // nil for $BERTH_TEST_POSTGRES
+	seq    int
 }
 
 // Postgres returns the DSN of a fresh, empty database that t owns: its
@@ -60,7 +58,7 @@ var pg struct {
 // server removes such directories.
 func Postgres(t testing.TB) string {
 	t.Helper()
-	admin, err := startPostgres()
+	admin, err := sharedPostgres()
 	if err != nil {
 		if errors.Is(err, errNoPostgres) {
 			Missing(t, "%v", err)
@@ -119,38 +117,25 @@ func PostgresMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// StopPostgres stops the Postgres server the test binary started (a fast
-// shutdown: SIGINT, then SIGKILL after 30 seconds) and removes its
+// StopPostgres stops the shared Postgres server the test binary started
+// (a fast shutdown: SIGINT, then SIGKILL after 30 seconds) and removes its
 // directory. Without one it does nothing. Postgres calls after it fail.
 func StopPostgres() error {
 	pg.mu.Lock()
 	defer pg.mu.Unlock()
-	if !pg.tried {
-		pg.tried, pg.err = true, errors.New("the test Postgres was stopped")
+	server := pg.server
+	pg.tried, pg.server, pg.err = true, nil, errors.New("the test Postgres was stopped")
+	if server == nil {
 		return nil
 	}
-	if pg.cmd == nil {
-		return nil
-	}
-	cmd := pg.cmd
-	pg.cmd, pg.err = nil, errors.New("the test Postgres was stopped")
-	_ = cmd.Process.Signal(syscall.SIGINT)
-	var err error
-	select {
-	case <-pg.done:
-	case <-time.After(30 * time.Second):
-		_ = cmd.Process.Kill()
-		<-pg.done
-		err = errors.New("postgres did not stop within 30s of SIGINT; killed it")
-	}
-	return errors.Join(err, os.RemoveAll(pg.dir))
+	return server.remove()
 }
 
 var errNoPostgres = errors.New("Postgres is not installed (apt-get install postgresql) and " + PostgresEnv + " is not set")
 
-// startPostgres returns the maintenance DSN of the test server, starting
-// it on the first call.
-func startPostgres() (string, error) {
+// sharedPostgres returns the maintenance DSN of the shared server,
+// starting it on the first call.
+func sharedPostgres() (string, error) {
 	pg.mu.Lock()
 	defer pg.mu.Unlock()
 	if pg.tried {
@@ -161,8 +146,191 @@ func startPostgres() (string, error) {
 		pg.admin = dsn
 		return dsn, nil
 	}
-	pg.admin, pg.err = startCluster()
+	pg.server, pg.err = newPostgresServer()
+	if pg.err == nil {
+		pg.admin = pg.server.DSN()
+	}
 	return pg.admin, pg.err
+}
+
+// PostgresServer is a Postgres server the test binary runs: its own
+// cluster in a temporary directory, the postmaster a child of the test
+// binary.
+type PostgresServer struct {
+	bin  string              // the server's binaries
+	cred *syscall.Credential // whom it runs as: the postgres user under root, else nil
+	dir  string              // data/, the socket, postgres.log, owner.pid
+	port int
+
+	mu   sync.Mutex    // guards cmd and done
+	cmd  *exec.Cmd     // the running postmaster; nil when stopped
+	done chan struct{} // closed when cmd has exited
+}
+
+// NewPostgresServer starts a Postgres server of t's own, for a test that
+// stops and starts it (an outage); it is removed when t ends. Everything
+// else shares one server through Postgres. $BERTH_TEST_POSTGRES does not
+// apply: the test must control the server.
+func NewPostgresServer(t testing.TB) *PostgresServer {
+	t.Helper()
+	s, err := newPostgresServer()
+	if errors.Is(err, errNoPostgres) {
+		Missing(t, "%v", err)
+	}
+	if err != nil {
+		t.Fatalf("starting a test Postgres: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := s.remove(); err != nil {
+			t.Errorf("removing the test Postgres: %v", err)
+		}
+	})
+	return s
+}
+
+// DSN is the server's maintenance database ("postgres"), as its
+// superuser.
+func (s *PostgresServer) DSN() string {
+	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", s.port)
+}
+
+// newPostgresServer makes a cluster in a new temporary directory and
+// starts it. Postgres refuses to run as root: as root, the directory is
+// given to the postgres user and both initdb and the postmaster run as it.
+func newPostgresServer() (*PostgresServer, error) {
+	bin := PostgresBin()
+	if bin == "" {
+		return nil, errNoPostgres
+	}
+	var cred *syscall.Credential
+	if os.Geteuid() == 0 {
+		u, err := user.Lookup("postgres")
+		if err != nil {
+			return nil, fmt.Errorf("%w (no postgres user to run it as: %v)", errNoPostgres, err)
+		}
+		uid, _ := strconv.Atoi(u.Uid)
+		gid, _ := strconv.Atoi(u.Gid)
+		cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
+	}
+	base := os.TempDir()
+	if cred != nil && !othersCanEnter(base) {
+		base = "/tmp" // the postgres user must reach its data directory
+	}
+	removeStaleClusters(base)
+	dir, err := os.MkdirTemp(base, "berth-pg-")
+	if err != nil {
+		return nil, err
+	}
+	fail := func(err error) (*PostgresServer, error) {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "owner.pid"), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+		return fail(err)
+	}
+	if cred != nil {
+		if err := os.Chown(dir, int(cred.Uid), int(cred.Gid)); err != nil {
+			return fail(err)
+		}
+	}
+	initdb := exec.Command(filepath.Join(bin, "initdb"), "-D", filepath.Join(dir, "data"), "-U", "postgres", "--auth=trust",
+		"--encoding=UTF8", "--locale=C.UTF-8", "--no-sync")
+	initdb.Dir = dir
+	initdb.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	if out, err := initdb.CombinedOutput(); err != nil {
+		return fail(fmt.Errorf("initdb: %v\n%s", err, out))
+	}
+	port, err := freePort()
+	if err != nil {
+		return fail(err)
+	}
+	s := &PostgresServer{bin: bin, cred: cred, dir: dir, port: port}
+	if err := s.Start(); err != nil {
+		return fail(err)
+	}
+	return s, nil
+}
+
+// Start starts the server (again), on the same port, and waits until it
+// answers. Starting a running server does nothing.
+func (s *PostgresServer) Start() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd != nil {
+		select {
+		case <-s.done: // it died on its own: start it again
+			s.cmd, s.done = nil, nil
+		default:
+			return nil
+		}
+	}
+	logf, err := os.OpenFile(filepath.Join(s.dir, "postgres.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	if s.cred != nil {
+		_ = logf.Chown(int(s.cred.Uid), int(s.cred.Gid))
+	}
+	cmd := exec.Command(filepath.Join(s.bin, "postgres"), "-D", filepath.Join(s.dir, "data"), "-p", strconv.Itoa(s.port),
+		"-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories="+s.dir,
+		"-c", "fsync=on", "-c", "max_connections=200", "-c", "shared_buffers=32MB")
+	cmd.Dir = s.dir
+	cmd.Stdout, cmd.Stderr = logf, logf
+	// SIGQUIT (immediate shutdown) when the thread that started it exits,
+	// which is at the latest when the test binary does: the server never
+	// outlives it. The thread is locked for good so the runtime never
+	// retires it first.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred, Pdeathsig: syscall.SIGQUIT, Setpgid: true}
+	started := make(chan error)
+	done := make(chan struct{})
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		_ = cmd.Wait()
+		close(done)
+	}()
+	if err := <-started; err != nil {
+		return fmt.Errorf("starting postgres: %w", err)
+	}
+	if err := waitReady(s.DSN(), done); err != nil {
+		_ = cmd.Process.Kill()
+		<-done
+		log, _ := os.ReadFile(filepath.Join(s.dir, "postgres.log"))
+		return fmt.Errorf("%w\n%s", err, log)
+	}
+	s.cmd, s.done = cmd, done
+	return nil
+}
+
+// Stop stops the server (a fast shutdown: SIGINT, then SIGKILL after 30
+// seconds), keeping its data. Stopping a stopped server does nothing.
+func (s *PostgresServer) Stop() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return nil
+	}
+	cmd, done := s.cmd, s.done
+	s.cmd, s.done = nil, nil
+	_ = cmd.Process.Signal(syscall.SIGINT)
+	select {
+	case <-done:
+		return nil
+	case <-time.After(30 * time.Second):
+		_ = cmd.Process.Kill()
+		<-done
+		return errors.New("postgres did not stop within 30s of SIGINT; killed it")
+	}
+}
+
+// remove stops the server and removes its directory.
+func (s *PostgresServer) remove() error {
+	return errors.Join(s.Stop(), os.RemoveAll(s.dir))
 }
 
 // PostgresBin returns the directory of the newest Postgres server binaries
@@ -180,102 +348,6 @@ func PostgresBin() string {
 		}
 	}
 	return ""
-}
-
-// startCluster makes a cluster in a new temporary directory and starts its
-// postmaster as a child of this process. Postgres refuses to run as root:
-// as root, the directory is given to the postgres user and both initdb and
-// the postmaster run as it.
-func startCluster() (string, error) {
-	bin := PostgresBin()
-	if bin == "" {
-		return "", errNoPostgres
-	}
-	var cred *syscall.Credential
-	if os.Geteuid() == 0 {
-		u, err := user.Lookup("postgres")
-		if err != nil {
-			return "", fmt.Errorf("%w (no postgres user to run it as: %v)", errNoPostgres, err)
-		}
-		uid, _ := strconv.Atoi(u.Uid)
-		gid, _ := strconv.Atoi(u.Gid)
-		cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
-	}
-	base := os.TempDir()
-	if cred != nil && !othersCanEnter(base) {
-		base = "/tmp" // the postgres user must reach its data directory
-	}
-	removeStaleClusters(base)
-	dir, err := os.MkdirTemp(base, "berth-pg-")
-	if err != nil {
-		return "", err
-	}
-	fail := func(err error) (string, error) {
-		os.RemoveAll(dir)
-		return "", err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "owner.pid"), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
-		return fail(err)
-	}
-	if cred != nil {
-		if err := os.Chown(dir, int(cred.Uid), int(cred.Gid)); err != nil {
-			return fail(err)
-		}
-	}
-	data := filepath.Join(dir, "data")
-	initdb := exec.Command(filepath.Join(bin, "initdb"), "-D", data, "-U", "postgres", "--auth=trust",
-		"--encoding=UTF8", "--locale=C.UTF-8", "--no-sync")
-	initdb.Dir = dir
-	initdb.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
-	if out, err := initdb.CombinedOutput(); err != nil {
-		return fail(fmt.Errorf("initdb: %v\n%s", err, out))
-	}
-	port, err := freePort()
-	if err != nil {
-		return fail(err)
-	}
-	logf, err := os.Create(filepath.Join(dir, "postgres.log"))
-	if err != nil {
-		return fail(err)
-	}
-	defer logf.Close()
-	if cred != nil {
-		_ = logf.Chown(int(cred.Uid), int(cred.Gid))
-	}
-	cmd := exec.Command(filepath.Join(bin, "postgres"), "-D", data, "-p", strconv.Itoa(port),
-		"-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories="+dir,
-		"-c", "fsync=on", "-c", "max_connections=200", "-c", "shared_buffers=32MB")
-	cmd.Dir = dir
-	cmd.Stdout, cmd.Stderr = logf, logf
-	// SIGQUIT (immediate shutdown) when the thread that started it exits,
-	// which is at the latest when the test binary does: the server never
-	// outlives it. The thread is locked for good so the runtime never
-	// retires it first.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGQUIT, Setpgid: true}
-	started := make(chan error)
-	done := make(chan struct{})
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
-		if err := cmd.Start(); err != nil {
-			started <- err
-			return
-		}
-		started <- nil
-		_ = cmd.Wait()
-		close(done)
-	}()
-	if err := <-started; err != nil {
-		return fail(fmt.Errorf("starting postgres: %w", err))
-	}
-	admin := fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
-	if err := waitReady(admin, done); err != nil {
-		_ = cmd.Process.Kill()
-		<-done
-		log, _ := os.ReadFile(filepath.Join(dir, "postgres.log"))
-		return fail(fmt.Errorf("%w\n%s", err, log))
-	}
-	pg.cmd, pg.dir, pg.done = cmd, dir, done
-	return admin, nil
 }
 
 // removeStaleClusters removes the directories of test clusters whose test
