@@ -222,6 +222,27 @@ func TestCluster(t *testing.T) {
 			resp, err := hqGet(c, "/v1/sandboxes/"+sbID+"/ports/8000/notes/a.txt")
 			return err == nil && resp == "through hq"
 		})
+		// A preview host through HQ: HQ routes it by its Host to the owner,
+		// which checks the preview token (its positive control first).
+		pv, err := hq.Preview(ctx, sbID, 8000, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tok := range []string{pv.Token, "wrong"} {
+			req, _ := http.NewRequest("GET", c.HQ.URL+"/notes/a.txt", nil)
+			u, _ := url.Parse(pv.URL)
+			req.Host = u.Host
+			req.Header.Set("X-Berth-Preview-Token", tok)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if ok := resp.StatusCode == 200 && string(b) == "through hq"; ok != (tok == pv.Token) {
+				t.Errorf("preview host %s through HQ with token %q = %d %q", u.Host, tok, resp.StatusCode, b)
+			}
+		}
 		if sb, err := hq.GetSandbox(ctx, sbID); err != nil || sb.State != "running" {
 			t.Errorf("GET through HQ = %v, %v", sb.State, err)
 		}
