@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -154,7 +155,11 @@ sandboxes keep running and are re-adopted by the next start.`,
 				TenantMode: tenantMode, Tenant: boundTenant, RateLimits: &rates, StationID: stationID,
 				Dashboard: dashboard.Config{Off: !dashboardOn, InsecureCookies: insecureCookies},
 				Ready: func(addr string) {
-					if logFormat == "text" {
+					switch {
+					case logFormat != "text":
+					case role == daemon.RoleWorker:
+						fmt.Fprintf(a.stderr, "\nberth worker %s is serving HQ on http://%s; clients use HQ (%s), not this address.\n\n", workerID, addr, cmp.Or(hqURL, "its --hq"))
+					default:
 						a.printNextSteps(addr, dashboardOn)
 					}
 				},

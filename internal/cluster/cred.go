@@ -54,14 +54,14 @@ func WorkerCredential(secret []byte, id string) string {
 func ReadSecret(path string) ([]byte, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
-		return nil, errcode.ServiceTokenInvalid.Wrap(err, "reading the service token file %s", path)
+		return nil, errcode.ServiceTokenInvalid.Wrap(err, "reading the service token file: %v", err)
 	}
 	if fi.Mode().Perm()&0o077 != 0 {
 		return nil, errcode.ServiceTokenInvalid.New("the service token file %s is readable by others (mode %v); chmod 600 it", path, fi.Mode().Perm())
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, errcode.ServiceTokenInvalid.Wrap(err, "reading the service token file %s", path)
+		return nil, errcode.ServiceTokenInvalid.Wrap(err, "reading the service token file: %v", err)
 	}
 	s := strings.TrimSpace(string(b))
 	if len(s) < MinSecretLen || strings.ContainsAny(s, " \t\r\n") {

@@ -380,7 +380,8 @@ func (h *HQ) Owner(ctx context.Context, kind, id string) (*Placement, WorkerStat
 	}
 	ws, err := h.Status(ctx, p.Worker)
 	if errcode.Is(err, errcode.NotFound) {
-		return p, ws, errcode.OwnerUnavailable.New("%s %s is on worker %s, which this HQ no longer lists (serve --worker)", kindName(kind), id, p.Worker)
+		ws = WorkerStatus{WorkerConfig: WorkerConfig{ID: p.Worker}, Status: StatusLost}
+		return p, ws, errcode.ResourceLost.New("%s %s is on worker %s, which this HQ no longer lists (serve --worker): its state is lost here (delete it to forget it)", kindName(kind), id, p.Worker)
 	}
 	if err != nil {
 		return p, ws, err

@@ -529,9 +529,29 @@ func TestCluster(t *testing.T) {
 
 	t.Run("owner killed", func(t *testing.T) {
 		w := c.owner(sbID)
+		admin := cluster.Caller{Principal: auth.Principal{KeyID: "test", Scope: auth.ScopeAdmin}}
+		// A second sandbox there, to be deleted while its owner is lost.
+		req, _ := http.NewRequest("POST", c.HQ.URL+"/api/v1/stations/"+w+"/execution/sandbox", strings.NewReader(`{"method":"create"}`))
+		req.Header.Set("Authorization", "Bearer "+c.HQ.Token)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var created struct {
+			Data struct {
+				ID string `json:"id"`
+			} `json:"data"`
+		}
+		_ = json.NewDecoder(resp.Body).Decode(&created)
+		resp.Body.Close()
+		lostID := created.Data.ID
+		if lostID == "" {
+			t.Fatalf("create on station %s = %d", w, resp.StatusCode)
+		}
 		c.Workers[w].Kill9(t)
 		c.WaitStatus(cluster.StatusOffline, w)
-		_, err := hq.Run(ctx, sbID, apitype.CreateCommandRequest{Command: "true"})
+		_, err = hq.Run(ctx, sbID, apitype.CreateCommandRequest{Command: "true"})
 		if errcode.ReasonOf(err) != "owner_unavailable" || !strings.Contains(err.Error(), w) {
 			t.Errorf("exec on a dead owner = %v, want owner_unavailable naming %s", err, w)
 		}
@@ -539,10 +559,22 @@ func TestCluster(t *testing.T) {
 		if _, err := hq.Run(ctx, sbID, apitype.CreateCommandRequest{Command: "true"}); errcode.ReasonOf(err) != "resource_lost" {
 			t.Errorf("exec on a lost owner = %v, want resource_lost", err)
 		}
+		// Deleting a lost resource forgets it: its owner does not answer.
+		if err := hq.DeleteSandbox(ctx, lostID); err != nil {
+			t.Errorf("delete of a lost sandbox: %v", err)
+		}
 		// Nothing moved: the others still answer, and the owner re-adopts
 		// its own when it comes back.
 		c.StartWorker(w)
 		c.WaitStatus(cluster.StatusLive, w)
+		if _, err := hq.GetSandbox(ctx, lostID); errcode.ReasonOf(err) != "sandbox_not_found" {
+			t.Errorf("a forgotten sandbox through HQ = %v, want sandbox_not_found", err)
+		}
+		// The worker still holds it (what it held while lost is its own to
+		// clean, docs/operations.md): delete it there.
+		if err := c.WorkerClient(w, admin).DeleteSandbox(ctx, lostID); err != nil {
+			t.Errorf("deleting the forgotten sandbox on %s: %v", w, err)
+		}
 		cmd, err := hq.Run(ctx, sbID, apitype.CreateCommandRequest{Command: "cat notes/a.txt"})
 		if err != nil || cmd.Stdout != "through hq" {
 			t.Errorf("after the owner restarted = %q, %v", cmd.Stdout, err)

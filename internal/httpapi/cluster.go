@@ -39,7 +39,7 @@ var clusterKinds = map[ownerKind]string{
 // clusterUnsupported are the route prefixes an HQ does not serve yet, with
 // why.
 var clusterUnsupported = []struct{ prefix, what string }{
-	{"/v1/templates", "templates are built on each worker (berth template build against the worker's own daemon)"},
+	{"/v1/templates", "templates live on each worker and are not served through HQ yet (docs/operations.md says how to build one on a worker)"},
 	{"/v1/jobs", "sandbox jobs do not run across a cluster yet; run them on a single berth serve"},
 	{"/v1/files", "sandbox jobs' files do not live in a cluster yet"},
 	{"/v1/convert/", "sandbox jobs do not run across a cluster yet"},
@@ -124,12 +124,7 @@ func (s *Server) forwardToOwner(kind, pattern string) http.Handler {
 			err = cluster.NotFound(kind, id)
 		}
 		if errcode.Is(err, errcode.Conflict) && r.Method == http.MethodDelete {
-			// A lost resource: deleting it forgets it.
-			if err := hq.Forget(r.Context(), kind, id); err != nil {
-				s.fail(w, r, err)
-				return
-			}
-			w.WriteHeader(http.StatusNoContent)
+			s.deleteLost(w, r, kind, id, ws)
 			return
 		}
 		if err != nil {
@@ -179,6 +174,44 @@ func capBody(w http.ResponseWriter, r *http.Request, pattern string, maxUpload i
 		limit = maxUpload
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, limit)
+}
+
+// deleteLost deletes a resource whose owner is lost: on the owner if it
+// answers after all (its lease may just be stale, after the database was
+// away), else by forgetting it. What a worker that comes back later still
+// holds of it is its own to clean.
+func (s *Server) deleteLost(w http.ResponseWriter, r *http.Request, kind, id string, ws cluster.WorkerStatus) {
+	hq := s.cfg.Cluster
+	forget := func(w http.ResponseWriter, r *http.Request) {
+		if err := hq.Forget(context.WithoutCancel(r.Context()), kind, id); err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}
+	if ws.URL == nil { // no longer configured: nowhere to ask
+		forget(w, r)
+		return
+	}
+	caller, err := s.caller(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	hq.Serve(w, r, cluster.Forward{Worker: ws.WorkerConfig, Caller: caller, RequestID: requestID(r),
+		Inspect: func(status int, _ []byte) error {
+			if status < 300 || status == http.StatusNotFound {
+				return hq.Forget(context.WithoutCancel(r.Context()), kind, id)
+			}
+			return nil
+		},
+		Fail: func(w http.ResponseWriter, r *http.Request, err error) {
+			if errcode.ReasonOf(err) == errcode.OwnerUnavailable.String() {
+				forget(w, r) // it did not answer: lost indeed
+				return
+			}
+			s.fail(w, r, err)
+		}})
 }
 
 // placeAndForward places a create of kind on a worker, forwards it, and
