@@ -619,3 +619,79 @@ func hqGet(c *testCluster, path string) (string, error) {
 	}
 	return string(b), err
 }
+
+// TestClusterPostgresOutage stops the cluster's Postgres for 10 s: every
+// request answers within its deadline, with 503 once HQ needs the database
+// (a forward may still pass on what HQ read just before), never a hang or a
+// 500; when the database is back, everything works again without a restart.
+func TestClusterPostgresOutage(t *testing.T) {
+	testenv.OnePass(t)
+	testenv.NeedRoot(t)
+	srv := testenv.NewPostgresServer(t)
+	c := testenv.StartCluster(t, testenv.ClusterSpec{Workers: map[string]string{"w1": ""}, DSN: srv.DSN()})
+	hq := c.HQ.Client
+	ctx := context.Background()
+	sb, err := hq.CreateSandbox(ctx, apitype.CreateSandboxRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := hq.Run(ctx, sb.ID, apitype.CreateCommandRequest{Command: "true"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	stopped := time.Now()
+	unavailable := 0
+	for time.Since(stopped) < 10*time.Second {
+		for name, call := range map[string]func(context.Context) error{
+			"exec": func(ctx context.Context) error {
+				_, err := hq.Run(ctx, sb.ID, apitype.CreateCommandRequest{Command: "true"})
+				return err
+			},
+			"create": func(ctx context.Context) error {
+				sb, err := hq.CreateSandbox(ctx, apitype.CreateSandboxRequest{})
+				if err == nil {
+					t.Errorf("a create while the database is down was made: %s", sb.ID)
+				}
+				return err
+			},
+			"workers": func(ctx context.Context) error { _, err := hq.ListWorkers(ctx); return err },
+		} {
+			cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+			start := time.Now()
+			err := call(cctx)
+			cancel()
+			switch {
+			case time.Since(start) > 10*time.Second:
+				t.Errorf("%s took %v while the database was down", name, time.Since(start))
+			case err == nil:
+			case client.IsCode(err, errcode.Unavailable):
+				unavailable++
+			default:
+				t.Errorf("%s while the database is down = %v, want a 503", name, err)
+			}
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	if unavailable == 0 {
+		t.Error("no request answered 503 while the database was down")
+	}
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	c.WaitStatus(cluster.StatusLive, "w1")
+	testenv.Eventually(t, 30*time.Second, "exec through HQ again", func() bool {
+		_, err := hq.Run(ctx, sb.ID, apitype.CreateCommandRequest{Command: "true"})
+		return err == nil
+	})
+	sb2, err := hq.CreateSandbox(ctx, apitype.CreateSandboxRequest{})
+	if err != nil {
+		t.Fatalf("a create after the database came back: %v", err)
+	}
+	for _, id := range []string{sb.ID, sb2.ID} {
+		if err := hq.DeleteSandbox(ctx, id); err != nil {
+			t.Errorf("delete %s: %v", id, err)
+		}
+	}
+}

@@ -36,6 +36,9 @@ type ClusterSpec struct {
 	Workers map[string]string
 	// LostAfter is HQ's --worker-lost-after (0: its default).
 	LostAfter time.Duration
+	// DSN is the shared database ("": a new database in the test
+	// Postgres).
+	DSN string
 	// HQArgs and WorkerArgs are more flags.
 	HQArgs, WorkerArgs []string
 	// BeforeWorkers runs once HQ serves, before the workers start (a
@@ -48,7 +51,11 @@ type ClusterSpec struct {
 // limits are off on HQ unless HQArgs set them.
 func StartCluster(t testing.TB, spec ClusterSpec) *Cluster {
 	t.Helper()
-	c := &Cluster{t: t, Dir: ShortTempDir(t), DSN: Postgres(t), Ports: map[string]int{},
+	dsn := spec.DSN
+	if dsn == "" {
+		dsn = Postgres(t)
+	}
+	c := &Cluster{t: t, Dir: ShortTempDir(t), DSN: dsn, Ports: map[string]int{},
 		Workers: map[string]*Daemon{}, Tenants: spec.Workers, WorkerArgs: spec.WorkerArgs}
 	c.Secret = []byte(cluster.NewSecret())
 	secretPath := filepath.Join(c.Dir, "hq.token")
