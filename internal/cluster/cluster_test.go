@@ -120,8 +120,8 @@ func TestPlace(t *testing.T) {
 	if id, err := place("acme", "", ""); id != "w2" || err != nil {
 		t.Errorf("acme placed on %q, %v; want its dedicated w2", id, err)
 	}
-	if id, err := place("acme", "process", ""); id != "w1" || err != nil {
-		t.Errorf("acme with process placed on %q, %v; want w1 (w2 has no process runtime)", id, err)
+	if _, err := place("acme", "process", ""); errcode.ReasonOf(err) != "no_worker_available" {
+		t.Errorf("acme with process = %v, want no_worker_available: acme's own w2 has no process runtime, and acme uses no shared worker", err)
 	}
 	if _, err := place("default", "gvisor", ""); errcode.ReasonOf(err) != "no_worker_available" || !strings.Contains(err.Error(), "w1 has no gvisor runtime") {
 		t.Errorf("gvisor = %v, want no_worker_available naming why", err)

@@ -287,8 +287,9 @@ func (h *HQ) status(w WorkerConfig, l *Lease) WorkerStatus {
 
 // Place picks the worker for a new resource of kind for the tenant named
 // tenantName, whose sandbox runtime is runtime ("" for the worker's
-// default): a live worker with the capability and room, dedicated to that
-// tenant if one is, else one serving every tenant; the least loaded.
+// default): a live worker with the capability and room, among the workers
+// dedicated to that tenant if it has any, else among those serving every
+// tenant; the least loaded.
 //
 // A non-empty station names the one worker to use (the Station method
 // API's owner): it is refused, not replaced, when it cannot take the
@@ -302,10 +303,14 @@ func (h *HQ) Place(ctx context.Context, kind, tenantName, runtime, station strin
 	if err != nil {
 		return WorkerConfig{}, err
 	}
+	// A tenant with workers of its own is placed on them only.
+	dedicated := false
+	for _, ws := range all {
+		dedicated = dedicated || (tenantName != "" && ws.Tenant == tenantName)
+	}
 	type candidate struct {
-		w         WorkerConfig
-		dedicated bool
-		load      float64
+		w    WorkerConfig
+		load float64
 	}
 	var cs []candidate
 	var why []string
@@ -317,6 +322,8 @@ func (h *HQ) Place(ctx context.Context, kind, tenantName, runtime, station strin
 		case ws.Status != StatusLive:
 			why = append(why, fmt.Sprintf("%s is %s", ws.ID, ws.Status))
 			continue
+		case dedicated && ws.Tenant != tenantName:
+			continue // a shared worker: this tenant has its own
 		case ws.Tenant != "" && ws.Tenant != tenantName:
 			if station != "" {
 				why = append(why, fmt.Sprintf("%s is dedicated to another tenant", ws.ID))
@@ -342,7 +349,7 @@ func (h *HQ) Place(ctx context.Context, kind, tenantName, runtime, station strin
 		if capacity > 0 {
 			load = float64(n) / float64(capacity)
 		}
-		cs = append(cs, candidate{w: ws.WorkerConfig, dedicated: ws.Tenant != "", load: load})
+		cs = append(cs, candidate{w: ws.WorkerConfig, load: load})
 	}
 	if len(cs) == 0 {
 		detail := "no worker is configured"
@@ -353,18 +360,9 @@ func (h *HQ) Place(ctx context.Context, kind, tenantName, runtime, station strin
 		}
 		return WorkerConfig{}, errcode.NoWorkerAvailable.New("no worker can take this %s now: %s; see berth workers ls", kindName(kind), detail)
 	}
-	// Dedicated workers first, then the least loaded; ties at random so
-	// that creates spread.
+	// The least loaded; ties at random so that creates spread.
 	rand.Shuffle(len(cs), func(i, j int) { cs[i], cs[j] = cs[j], cs[i] })
-	slices.SortStableFunc(cs, func(a, b candidate) int {
-		if a.dedicated != b.dedicated {
-			if a.dedicated {
-				return -1
-			}
-			return 1
-		}
-		return cmp.Compare(a.load, b.load)
-	})
+	slices.SortStableFunc(cs, func(a, b candidate) int { return cmp.Compare(a.load, b.load) })
 	return cs[0].w, nil
 }
 

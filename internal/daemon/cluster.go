@@ -218,8 +218,8 @@ func (ws *workerSide) member(cc *ClusterConfig, cfg Config, mgr *sandbox.Manager
 		mc := mgr.Config()
 		caps := cluster.Capabilities{Tenant: cfg.Tenant, MaxSandboxes: mc.MaxSandboxes, Version: cfg.Version, Runtimes: []string{}}
 		for _, rt := range mgr.Runtimes() {
-			if rt.Available() != nil {
-				continue
+			if rt.Available() != nil || (cfg.TenantMode && !rt.Isolated()) {
+				continue // tenant mode refuses what is not isolated
 			}
 			if rt.Name() == mc.DefaultRuntime {
 				caps.Runtimes = append([]string{rt.Name()}, caps.Runtimes...)

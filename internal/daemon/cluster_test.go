@@ -89,10 +89,13 @@ func (c *testCluster) direct(wid, method, path string, as cluster.Caller) direct
 func TestCluster(t *testing.T) {
 	testenv.OnePass(t)
 	testenv.NeedRoot(t)
+	testenv.NeedRuntime(t, "container")
 	ctx := context.Background()
 	var acmeKey, betaKey string
 	c := &testCluster{t: t, Cluster: testenv.StartCluster(t, testenv.ClusterSpec{
 		Workers: map[string]string{"w1": "", "w2": "", "w3": "acme"}, LostAfter: 4 * time.Second,
+		// acme's worker runs in tenant mode: isolated runtimes only.
+		DedicatedArgs: []string{"--default-runtime", "container"},
 		BeforeWorkers: func(c *testenv.Cluster) {
 			// A dedicated worker's tenant must exist before the worker starts.
 			for _, name := range []string{"acme", "beta"} {
@@ -492,6 +495,14 @@ func TestCluster(t *testing.T) {
 		asBeta := cluster.Caller{Principal: auth.Principal{KeyID: "k", Scope: auth.ScopeExecution, Tenant: betaT.ID}, TenantName: "beta"}
 		if r := c.direct("w3", "GET", "/v1/sandboxes", asAcme); r.status != 200 {
 			t.Errorf("w3 as acme = %d %s", r.status, r.body)
+		}
+		// acme's worker runs in tenant mode: HQ never asks it for the
+		// process runtime, and it refuses one itself.
+		if _, err := acme.CreateSandbox(ctx, apitype.CreateSandboxRequest{Runtime: "process"}); errcode.ReasonOf(err) != "no_worker_available" {
+			t.Errorf("acme's process sandbox through HQ = %v, want no_worker_available", err)
+		}
+		if _, err := c.WorkerClient("w3", asAcme).CreateSandbox(ctx, apitype.CreateSandboxRequest{Runtime: "process"}); errcode.ReasonOf(err) != "tenant_mode" {
+			t.Errorf("acme's process sandbox straight to w3 = %v, want tenant_mode", err)
 		}
 		if r := c.direct("w3", "GET", "/v1/sandboxes", asBeta); !strings.Contains(r.body, `"tenant_bound"`) {
 			t.Errorf("w3 as beta = %d %s, want tenant_bound", r.status, r.body)

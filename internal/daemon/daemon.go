@@ -213,6 +213,9 @@ func Run(ctx context.Context, cfg Config) error {
 		tenantDB = worker.db
 		// HQ signs in people and limits rates; a worker serves HQ only.
 		cfg.Dashboard.Off, cfg.RateLimits = true, &httpapi.RateLimits{}
+		// A worker dedicated to a tenant runs in tenant mode: nothing that
+		// is not isolated (the process runtime, browsers on the host).
+		cfg.TenantMode = cfg.TenantMode || cfg.Tenant != ""
 	}
 	defaultTenant, err := bindTenant(ctx, dataDir, cfg.Tenant, db)
 	if err != nil {

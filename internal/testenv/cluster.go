@@ -25,8 +25,9 @@ type Cluster struct {
 	Ports   map[string]int     // worker: its port on 127.0.0.1
 	Workers map[string]*Daemon // worker: its process (Client is nil: its key opens nothing)
 	Tenants map[string]string  // worker: the tenant it is dedicated to
-	// WorkerArgs are more flags for every worker.
-	WorkerArgs []string
+	// WorkerArgs are more flags for every worker, DedicatedArgs for
+	// those dedicated to a tenant.
+	WorkerArgs, DedicatedArgs []string
 }
 
 // ClusterSpec describes a test cluster.
@@ -39,8 +40,10 @@ type ClusterSpec struct {
 	// DSN is the shared database ("": a new database in the test
 	// Postgres).
 	DSN string
-	// HQArgs and WorkerArgs are more flags.
-	HQArgs, WorkerArgs []string
+	// HQArgs and WorkerArgs are more flags; DedicatedArgs more still for
+	// workers dedicated to a tenant (they run in tenant mode, which needs
+	// an isolated default runtime).
+	HQArgs, WorkerArgs, DedicatedArgs []string
 	// BeforeWorkers runs once HQ serves, before the workers start (a
 	// dedicated worker's tenant must exist first).
 	BeforeWorkers func(*Cluster)
@@ -56,7 +59,8 @@ func StartCluster(t testing.TB, spec ClusterSpec) *Cluster {
 		dsn = Postgres(t)
 	}
 	c := &Cluster{t: t, Dir: ShortTempDir(t), DSN: dsn, Ports: map[string]int{},
-		Workers: map[string]*Daemon{}, Tenants: spec.Workers, WorkerArgs: spec.WorkerArgs}
+		Workers: map[string]*Daemon{}, Tenants: spec.Workers, WorkerArgs: spec.WorkerArgs,
+		DedicatedArgs: spec.DedicatedArgs}
 	c.Secret = []byte(cluster.NewSecret())
 	secretPath := filepath.Join(c.Dir, "hq.token")
 	if err := os.WriteFile(secretPath, append(c.Secret, '\n'), 0o600); err != nil {
@@ -113,10 +117,11 @@ func (c *Cluster) StartWorker(id string) {
 	}
 	args := []string{"--role", "worker", "--database", c.DSN, "--worker-id", id, "--service-token-file", cred,
 		"--hq", c.HQ.URL, "--listen", fmt.Sprintf("127.0.0.1:%d", c.Ports[id]), "--browser-warm-contexts", "-1"}
+	args = append(args, c.WorkerArgs...)
 	if tn := c.Tenants[id]; tn != "" {
-		args = append(args, "--tenant", tn)
+		args = append(append(args, "--tenant", tn), c.DedicatedArgs...)
 	}
-	d := StartDaemonProcess(c.t, filepath.Join(c.Dir, id, "d"), append(args, c.WorkerArgs...)...)
+	d := StartDaemonProcess(c.t, filepath.Join(c.Dir, id, "d"), args...)
 	d.Client = nil
 	c.Workers[id] = d
 }
