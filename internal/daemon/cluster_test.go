@@ -157,6 +157,31 @@ func TestCluster(t *testing.T) {
 			t.Errorf("beta's list = %v, %v; want only %s", l, err, bsb.ID)
 		}
 		ids = append(ids, sb.ID, bsb.ID)
+		// A tenant's limit holds across workers: beta may hold one
+		// sandbox, and a second is refused even on the worker where beta
+		// has none (pinned there through the method API), which alone
+		// would take it.
+		one := 1
+		if _, err := hq.SetTenant(ctx, "beta", apitype.SetTenantRequest{MaxSandboxes: &one}); err != nil {
+			t.Fatal(err)
+		}
+		other := map[string]string{"w1": "w2", "w2": "w1"}[c.owner(bsb.ID)]
+		req, _ := http.NewRequest("POST", c.HQ.URL+"/api/v1/stations/"+other+"/execution/sandbox", strings.NewReader(`{"method":"create"}`))
+		req.Header.Set("Authorization", "Bearer "+betaKey)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 429 || !strings.Contains(string(b), "quota_exceeded") {
+			t.Errorf("beta's second sandbox, on %s = %d %s; want 429 quota_exceeded", other, resp.StatusCode, b)
+		}
+		zero := 0
+		if _, err := hq.SetTenant(ctx, "beta", apitype.SetTenantRequest{MaxSandboxes: &zero}); err != nil {
+			t.Fatal(err)
+		}
 		l, err = hq.ListSandboxes(ctx)
 		if err != nil || len(l) != len(ids) {
 			t.Fatalf("admin's list through HQ = %d sandboxes, %v; want %d", len(l), err, len(ids))

@@ -17,6 +17,7 @@ import (
 	"github.com/berthdev/berth/internal/cluster"
 	"github.com/berthdev/berth/internal/errcode"
 	"github.com/berthdev/berth/internal/sandbox"
+	"github.com/berthdev/berth/internal/tenant"
 	"github.com/berthdev/berth/internal/wire"
 )
 
@@ -240,6 +241,10 @@ func (s *Server) placeAndForward(kind string) http.Handler {
 			return
 		}
 		hq := s.cfg.Cluster
+		if err := s.clusterQuota(r.Context(), kind, owner); err != nil {
+			s.fail(w, r, err)
+			return
+		}
 		station, _ := r.Context().Value(stationKey).(string)
 		wc, err := hq.Place(r.Context(), kind, ownerName, spec.Runtime, station)
 		if err != nil {
@@ -254,6 +259,27 @@ func (s *Server) placeAndForward(kind string) http.Handler {
 				return s.record(r, kind, wc.ID, owner, body)
 			}})
 	})
+}
+
+// clusterQuota checks a create of kind against its tenant's limits on
+// sandboxes and browser sessions, counted across the workers from the
+// placements (each worker checks memory, CPUs and disk, and its own counts,
+// again). Two creates at once may both pass here; the workers' own checks
+// still hold.
+func (s *Server) clusterQuota(ctx context.Context, kind, tenantID string) error {
+	t, err := s.cfg.Tenants.GetTenant(ctx, tenantID)
+	if err != nil {
+		return err
+	}
+	use, err := s.cfg.Cluster.Usage(ctx, tenantID)
+	if err != nil {
+		return err
+	}
+	more := tenant.Usage{Sandboxes: 1}
+	if kind == cluster.KindBrowser {
+		more = tenant.Usage{BrowserSessions: 1}
+	}
+	return t.Limits.Check(tenant.Usage{Sandboxes: use.Sandboxes, BrowserSessions: use.BrowserSessions}, more)
 }
 
 // record keeps the owner of the resource whose ID the answer body holds.
