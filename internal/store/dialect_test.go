@@ -100,39 +100,39 @@ func TestDialect(t *testing.T) {
 }
 
 // TestMigrateConcurrently: processes that start together on one new
-// database (several workers of a cluster) all open it, and each migration
-// is applied once.
+// Postgres database (several workers of a cluster) all open it, and each
+// migration is applied once. A SQLite database has one daemon at a time
+// (the data directory's lock), so only Postgres is opened this way.
 func TestMigrateConcurrently(t *testing.T) {
 	t.Parallel()
-	forEachTarget(t, func(t *testing.T, target string) {
-		ctx := context.Background()
-		const n = 4
-		dbs := make([]*store.DB, n)
-		errs := make([]error, n)
-		var wg sync.WaitGroup
-		for i := range n {
-			wg.Go(func() { dbs[i], errs[i] = store.Open(ctx, target) })
+	target := testenv.Postgres(t)
+	ctx := context.Background()
+	const n = 4
+	dbs := make([]*store.DB, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { dbs[i], errs[i] = store.Open(ctx, target) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("Open %d of %d at once: %v", i, n, err)
+			continue
 		}
-		wg.Wait()
-		for i, err := range errs {
-			if err != nil {
-				t.Errorf("Open %d of %d at once: %v", i, n, err)
-				continue
-			}
-			defer dbs[i].Close()
-		}
-		if t.Failed() {
-			return
-		}
-		var versions, distinct int
-		if err := dbs[0].SQL().QueryRowContext(ctx, `SELECT COUNT(*), COUNT(DISTINCT version) FROM schema_migrations`).
-			Scan(&versions, &distinct); err != nil {
-			t.Fatal(err)
-		}
-		if versions == 0 || versions != distinct {
-			t.Errorf("schema_migrations: %d rows, %d versions; want each version once", versions, distinct)
-		}
-	})
+		defer dbs[i].Close()
+	}
+	if t.Failed() {
+		return
+	}
+	var versions, distinct int
+	if err := dbs[0].SQL().QueryRowContext(ctx, `SELECT COUNT(*), COUNT(DISTINCT version) FROM schema_migrations`).
+		Scan(&versions, &distinct); err != nil {
+		t.Fatal(err)
+	}
+	if versions == 0 || versions != distinct {
+		t.Errorf("schema_migrations: %d rows, %d versions; want each version once", versions, distinct)
+	}
 }
 
 // TestWideIntegers: sizes, byte counts and timeouts past 2^31 are kept
