@@ -323,13 +323,14 @@ func TestAuthExecutionScope(t *testing.T) {
 	var adminOnly int
 	for _, rt := range routeTable(t) {
 		// Keys, tenants (a tenant's key may read its own), image imports
-		// (shared templates), the daemon's metrics and the operator's
-		// station description.
+		// (shared templates), the daemon's metrics, a cluster's workers and
+		// the operator's station description.
 		want := strings.HasPrefix(rt.Path, "/v1/keys") || rt.Path == "/v1/templates/import" || rt.Path == "/metrics" ||
+			strings.HasPrefix(rt.Path, "/v1/workers") ||
 			rt.Path == "/api/v1/execution" ||
 			(strings.HasPrefix(rt.Path, "/v1/tenants") && !(rt.Method == http.MethodGet && rt.Path == "/v1/tenants/{id}"))
 		if rt.AdminOnly != want {
-			t.Errorf("route %s %s: admin-only %v, want %v (keys, tenants, imports, metrics, station)", rt.Method, rt.Path, rt.AdminOnly, want)
+			t.Errorf("route %s %s: admin-only %v, want %v (keys, tenants, imports, metrics, workers, station)", rt.Method, rt.Path, rt.AdminOnly, want)
 		}
 		if !rt.AdminOnly {
 			if rt.Public {
