@@ -88,9 +88,29 @@ func runJob(t *testing.T, c *client.Client, req apitype.CreateJobRequest) apityp
 	}
 	j, err = c.WaitJob(ctx, j.ID)
 	if err != nil {
-		t.Fatalf("waiting for job: %v", err)
+		t.Fatalf("waiting for job: %v\n%s", err, jobStory(c, j.ID))
 	}
 	return j
+}
+
+// jobStory is what a job that did not finish went through: its state and
+// events, for a failure's message.
+func jobStory(c *client.Client, id string) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	j, err := c.Job(ctx, id)
+	if err != nil {
+		return fmt.Sprintf("job %s: %v", id, err)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "job %s: state %s, attempt %d\n", id, j.State, j.Attempt)
+	evctx, evcancel := context.WithTimeout(ctx, 2*time.Second)
+	defer evcancel()
+	_ = c.JobEvents(evctx, id, 0, func(e apitype.JobEvent) error {
+		fmt.Fprintf(&b, "  %s %s attempt %d %d%% %s\n", e.At.Format("15:04:05.000"), e.Type, e.Attempt, e.Percent, e.Message)
+		return nil
+	})
+	return b.String()
 }
 
 // output downloads a job's only output into dir and returns its path.
