@@ -38,6 +38,7 @@ const (
 	defaultMargin     = 0.4 // inches, as Chromium's 1 cm
 	pollInterval      = 50 * time.Millisecond
 	networkIdle       = 500 * time.Millisecond
+	loadPoll          = 250 * time.Millisecond // the document's readiness, beside the load event
 	pdfChunk          = 1 << 20
 	// maxShotPixels bounds a full-page screenshot's height in device
 	// pixels, as Chromium's largest texture.
@@ -295,7 +296,31 @@ func (p *pageRun) load(u string) error {
 	if nav.ErrorText != "" {
 		return fail(http.StatusUnprocessableEntity, "invalid_input", "loading %s failed: %s", p.j.main, nav.ErrorText)
 	}
-	return firstEvent(loaded)
+	return awaitLoad(p.ctx, loaded)
+}
+
+// awaitLoad waits for the first event of loaded (the page's load event), or
+// for the document to be complete, whichever comes first. A page that
+// navigates away before its load event (a script setting location to an
+// address the runner refuses) never fires one: the document stays, and is
+// what there is to print once the browser has finished with it.
+func awaitLoad[E any](ctx context.Context, loaded iter.Seq2[E, error]) error {
+	done := make(chan error, 1)
+	go func() { done <- firstEvent(loaded) }()
+	tick := time.NewTicker(loadPoll)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-done:
+			return err
+		case <-tick.C:
+			if state, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.readyState`)); err == nil && state == "complete" {
+				return nil
+			}
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}
 }
 
 // firstEvent waits for the first event of seq and returns its error.

@@ -1057,3 +1057,30 @@ func TestOneJobRuntime(t *testing.T) {
 		}
 	}
 }
+
+// TestNavigateAwayBeforeLoad: a page whose script sends it to an address
+// the runner refuses before its load event fires still prints (the
+// document stays), at once, rather than waiting for a load event that
+// never comes until the job's timeout.
+func TestNavigateAwayBeforeLoad(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, jobspec.ProfileBrowser)
+	f.write("index.html", []byte(`<html><body><p>BEFORE-NAV</p><script>location.href = "http://10.255.255.1/away";</script><p>AFTER-NAV</p></body></html>`))
+	done := make(chan response, 1)
+	go func() { done <- f.run(jobspec.Request{Action: jobspec.HTMLPDF}) }()
+	var r response
+	select {
+	case r = <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("the job did not finish within a minute: it waits for a load event that never comes")
+	}
+	if r.status != http.StatusOK {
+		t.Fatalf("run = %d %s, want 200", r.status, r.raw)
+	}
+	if !slices.Contains(r.result.Blocked, "http://10.255.255.1/away") {
+		t.Errorf("blocked = %v, want the navigation's address", r.result.Blocked)
+	}
+	if text := pdfText(t, filepath.Join(f.out, resultPDF)); !strings.Contains(text, "BEFORE-NAV") {
+		t.Errorf("the PDF lacks the page's text:\n%s", text)
+	}
+}

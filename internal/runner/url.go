@@ -46,7 +46,7 @@ func (p *pageRun) loadURL() error {
 			shown, nav.ErrorText)
 	}
 	if nav.ErrorText == "" {
-		if err := firstEvent(loaded); err != nil {
+		if err := awaitLoad(p.ctx, loaded); err != nil {
 			return err
 		}
 	}
