@@ -109,54 +109,13 @@ func serveAPI(ctx context.Context, cfg Config, dataDir string, api http.Handler,
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", cfg.Listen, err)
 	}
-	srv := &http.Server{
-		Handler:           api,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       120 * time.Second,
-		MaxHeaderBytes:    64 << 10,
-		BaseContext:       func(net.Listener) context.Context { return ctx },
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
-	}
-	served := make(chan error, 1)
+	serve, served := apiPart(ctx, ln, api, log)
 	ps := &parts{log: log}
-	if err := ps.start(ctx, part{name: "api", stopTimeout: 10 * time.Second,
-		start: func(context.Context) error {
-			go func() { served <- srv.Serve(ln) }()
-			return nil
-		},
-		stop: func(ctx context.Context) error {
-			err := srv.Shutdown(ctx)
-			if err != nil {
-				err = errors.Join(err, srv.Close())
-			}
-			if serr := <-served; !errors.Is(serr, http.ErrServerClosed) {
-				err = errors.Join(err, serr)
-			}
-			return err
-		},
-	}); err != nil {
+	if err := ps.start(ctx, serve); err != nil {
 		ln.Close()
 		return err
 	}
-	addr := ln.Addr().String()
-	info := Info{PID: os.Getpid(), Addr: addr, URL: "http://" + addr, Version: cfg.Version}
-	if err := writeJSON(filepath.Join(dataDir, InfoFile), info); err != nil {
-		return errors.Join(err, ps.stop())
-	}
-	defer os.Remove(filepath.Join(dataDir, InfoFile))
-	log.Info("berth serving", "addr", addr, "data", dataDir, "version", cfg.Version, "role", RoleHQ)
-	if cfg.Ready != nil {
-		cfg.Ready(addr)
-	}
-	var runErr error
-	select {
-	case err := <-served:
-		runErr = fmt.Errorf("serving the API: %w", err)
-		served <- http.ErrServerClosed
-	case <-ctx.Done():
-		log.Info("shutting down")
-	}
-	return errors.Join(runErr, ps.stop())
+	return serveUntilDone(ctx, cfg, dataDir, ln.Addr().String(), ps, served, log)
 }
 
 // workerSide is what a worker adds to a daemon: the shared database, its

@@ -368,31 +368,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", cfg.Listen, err)
 	}
-	srv := &http.Server{
-		Handler:           api,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       120 * time.Second,
-		MaxHeaderBytes:    64 << 10,
-		BaseContext:       func(net.Listener) context.Context { return ctx },
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
-	}
-	served := make(chan error, 1) // what Serve returned: a failure, or ErrServerClosed after stop
-	serve := part{name: "api", stopTimeout: 10 * time.Second,
-		start: func(context.Context) error {
-			go func() { served <- srv.Serve(ln) }()
-			return nil
-		},
-		stop: func(ctx context.Context) error {
-			err := srv.Shutdown(ctx)
-			if err != nil {
-				err = errors.Join(err, srv.Close())
-			}
-			if serr := <-served; !errors.Is(serr, http.ErrServerClosed) {
-				err = errors.Join(err, serr)
-			}
-			return err
-		},
-	}
+	serve, served := apiPart(ctx, ln, api, log)
 
 	// Each part starts once the one before is ready and stops in reverse
 	// order: the API stops taking requests first, jobs stop before the
@@ -422,17 +398,57 @@ func Run(ctx context.Context, cfg Config) error {
 			log.Info("action unavailable", "action", h.Name, "reason", h.Reason, "why", h.Message)
 		}
 	}
-	addr := ln.Addr().String()
+	return serveUntilDone(ctx, cfg, dataDir, ln.Addr().String(), ps, served, log)
+}
+
+// apiPart is the API's HTTP server on ln as a part: it serves at start and
+// shuts down gracefully at stop. served yields what Serve returned: a
+// failure, or http.ErrServerClosed after the stop.
+func apiPart(ctx context.Context, ln net.Listener, api http.Handler, log *slog.Logger) (part, chan error) {
+	srv := &http.Server{
+		Handler:           api,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		BaseContext:       func(net.Listener) context.Context { return ctx },
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
+	}
+	served := make(chan error, 1)
+	return part{name: "api", stopTimeout: 10 * time.Second,
+		start: func(context.Context) error {
+			go func() { served <- srv.Serve(ln) }()
+			return nil
+		},
+		stop: func(ctx context.Context) error {
+			err := srv.Shutdown(ctx)
+			if err != nil {
+				err = errors.Join(err, srv.Close())
+			}
+			if serr := <-served; !errors.Is(serr, http.ErrServerClosed) {
+				err = errors.Join(err, serr)
+			}
+			return err
+		},
+	}, served
+}
+
+// serveUntilDone announces the started daemon at addr (daemon.json, the
+// log, cfg.Ready), then waits for ctx to end or the API to fail, and stops
+// ps.
+func serveUntilDone(ctx context.Context, cfg Config, dataDir, addr string, ps *parts, served chan error, log *slog.Logger) error {
 	info := Info{PID: os.Getpid(), Addr: addr, URL: "http://" + addr, Version: cfg.Version}
 	if err := writeJSON(filepath.Join(dataDir, InfoFile), info); err != nil {
 		return errors.Join(err, ps.stop())
 	}
 	defer os.Remove(filepath.Join(dataDir, InfoFile))
-	log.Info("berth serving", "addr", addr, "data", dataDir, "version", cfg.Version)
+	role := "alone"
+	if cfg.Cluster != nil {
+		role = cfg.Cluster.Role
+	}
+	log.Info("berth serving", "addr", addr, "data", dataDir, "version", cfg.Version, "role", role)
 	if cfg.Ready != nil {
 		cfg.Ready(addr)
 	}
-
 	var runErr error
 	select {
 	case err := <-served:
