@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -871,10 +872,15 @@ func devToolsOnLoopback(t *testing.T, hc *http.Client, guid string) []string {
 }
 
 // loopbackListeners returns the TCP ports listening on 127.0.0.1 in this
-// network namespace.
+// network namespace. It reads its own thread's table: /proc/net is the
+// main thread's, and the main thread may be in a sandbox's namespace for
+// a moment (egress.InNetNS runs on whatever thread it is given, for a
+// parallel test's sandbox).
 func loopbackListeners(t *testing.T) []string {
 	t.Helper()
-	b, err := os.ReadFile("/proc/net/tcp")
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	b, err := os.ReadFile("/proc/thread-self/net/tcp")
 	if err != nil {
 		t.Fatal(err)
 	}
