@@ -55,6 +55,16 @@ func (h *HQ) SetDraining(ctx context.Context, id string, draining bool) error {
 	return h.cfg.Store.SetDraining(ctx, id, draining)
 }
 
+// Census returns every worker's status and what HQ has placed on each.
+func (h *HQ) Census(ctx context.Context) ([]WorkerStatus, map[string]Load, error) {
+	all, err := h.Statuses(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	placed, err := h.Placed(ctx)
+	return all, placed, err
+}
+
 // Placed counts the sandboxes and browser sessions recorded on each worker.
 func (h *HQ) Placed(ctx context.Context) (map[string]Load, error) {
 	sbs, err := h.cfg.Store.CountPlacements(ctx, KindSandbox)

@@ -8,11 +8,9 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
-	"github.com/berthdev/berth/internal/auth"
 	"github.com/berthdev/berth/internal/browser"
 	"github.com/berthdev/berth/internal/cluster"
 	"github.com/berthdev/berth/internal/errcode"
@@ -60,14 +58,9 @@ func runHQ(ctx context.Context, cfg Config, dataDir string, log *slog.Logger) er
 		return err
 	}
 	defer db.Close()
-	keys := auth.NewKeys(db)
-	keyPath := filepath.Join(dataDir, KeyFile)
-	created, err := keys.EnsureAdminKey(ctx, keyPath)
+	keys, err := adminKeys(ctx, db, dataDir, log)
 	if err != nil {
 		return err
-	}
-	if created {
-		log.Info("created admin key", "path", keyPath)
 	}
 	hq, err := cluster.NewHQ(cluster.HQConfig{Secret: secret, Workers: cc.Workers, Store: db, LostAfter: cc.LostAfter, Logger: log})
 	if err != nil {

@@ -191,16 +191,9 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	defer db.Close()
 
-	keys := auth.NewKeys(db)
-	keyPath := filepath.Join(dataDir, KeyFile)
-	created, err := keys.EnsureAdminKey(ctx, keyPath)
+	keys, err := adminKeys(ctx, db, dataDir, log)
 	if err != nil {
 		return err
-	}
-	if created {
-		log.Info("created admin key", "path", keyPath)
-	} else {
-		log.Info("admin key", "path", keyPath)
 	}
 
 	var worker *workerSide
@@ -458,6 +451,23 @@ func serveUntilDone(ctx context.Context, cfg Config, dataDir, addr string, ps *p
 		log.Info("shutting down")
 	}
 	return errors.Join(runErr, ps.stop())
+}
+
+// adminKeys returns the keys of db, with the admin key in dataDir's
+// KeyFile made if it holds none that works.
+func adminKeys(ctx context.Context, db *store.DB, dataDir string, log *slog.Logger) (*auth.Keys, error) {
+	keys := auth.NewKeys(db)
+	keyPath := filepath.Join(dataDir, KeyFile)
+	created, err := keys.EnsureAdminKey(ctx, keyPath)
+	if err != nil {
+		return nil, err
+	}
+	if created {
+		log.Info("created admin key", "path", keyPath)
+	} else {
+		log.Info("admin key", "path", keyPath)
+	}
+	return keys, nil
 }
 
 // lockDataDir takes an exclusive lock on the data directory for what (a

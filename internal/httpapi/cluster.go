@@ -439,12 +439,7 @@ func (s *Server) handleListWorkers() http.Handler {
 		out := apitype.WorkerList{Role: "single", Workers: []apitype.Worker{}}
 		if s.cfg.Cluster != nil {
 			out.Role = "hq"
-			all, err := s.cfg.Cluster.Statuses(r.Context())
-			if err != nil {
-				s.fail(w, r, err)
-				return
-			}
-			placed, err := s.cfg.Cluster.Placed(r.Context())
+			all, placed, err := s.cfg.Cluster.Census(r.Context())
 			if err != nil {
 				s.fail(w, r, err)
 				return
@@ -465,11 +460,7 @@ func (s *Server) handleWorker(drain *bool) http.Handler {
 			return
 		}
 		hq := s.cfg.Cluster
-		if _, err := hq.Status(r.Context(), id); err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		if drain != nil {
+		if drain != nil { // refuses a worker HQ does not list, as Status does
 			if err := hq.SetDraining(r.Context(), id, *drain); err != nil {
 				s.fail(w, r, err)
 				return
@@ -606,12 +597,7 @@ func (s *Server) hqStations(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	all, err := s.cfg.Cluster.Statuses(r.Context())
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	placed, err := s.cfg.Cluster.Placed(r.Context())
+	all, placed, err := s.cfg.Cluster.Census(r.Context())
 	if err != nil {
 		s.fail(w, r, err)
 		return

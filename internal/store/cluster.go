@@ -101,26 +101,17 @@ func (db *DB) DeletePlacement(ctx context.Context, kind, id string) error {
 
 // CountPlacements counts kind's placements on each worker.
 func (db *DB) CountPlacements(ctx context.Context, kind string) (map[string]int, error) {
-	rows, err := db.db.QueryContext(ctx, `SELECT worker_id, COUNT(*) FROM placements WHERE kind = $1 GROUP BY worker_id`, kind)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := map[string]int{}
-	for rows.Next() {
-		var w string
-		var n int
-		if err := rows.Scan(&w, &n); err != nil {
-			return nil, err
-		}
-		out[w] = n
-	}
-	return out, rows.Err()
+	return db.countBy(ctx, `SELECT worker_id, COUNT(*) FROM placements WHERE kind = $1 GROUP BY worker_id`, kind)
 }
 
 // TenantPlacements counts a tenant's placements per kind.
 func (db *DB) TenantPlacements(ctx context.Context, tenant string) (map[string]int, error) {
-	rows, err := db.db.QueryContext(ctx, `SELECT kind, COUNT(*) FROM placements WHERE tenant_id = $1 GROUP BY kind`, tenant)
+	return db.countBy(ctx, `SELECT kind, COUNT(*) FROM placements WHERE tenant_id = $1 GROUP BY kind`, tenant)
+}
+
+// countBy runs query, whose rows are a key and a count, into a map.
+func (db *DB) countBy(ctx context.Context, query string, args ...any) (map[string]int, error) {
+	rows, err := db.db.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}
