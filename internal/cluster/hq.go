@@ -174,10 +174,6 @@ func NewHQ(cfg HQConfig) (*HQ, error) {
 // Close closes idle connections to workers.
 func (h *HQ) Close() { h.transport.CloseIdleConnections() }
 
-// Credential is worker id's credential (for tests and berth workers
-// credential).
-func (h *HQ) Credential(id string) []byte { return h.creds[id] }
-
 // Statuses returns every configured worker with its lease, by ID.
 func (h *HQ) Statuses(ctx context.Context) ([]WorkerStatus, error) {
 	leases, err := h.listLeases(ctx)
@@ -384,11 +380,11 @@ func (h *HQ) Owner(ctx context.Context, kind, id string) (*Placement, WorkerStat
 	if err != nil {
 		return p, ws, err
 	}
-	return p, ws, OwnerError(kind, id, ws)
+	return p, ws, ownerError(kind, id, ws)
 }
 
-// OwnerError is why a request cannot reach a resource on ws, or nil.
-func OwnerError(kind, id string, ws WorkerStatus) error {
+// ownerError is why a request cannot reach a resource on ws, or nil.
+func ownerError(kind, id string, ws WorkerStatus) error {
 	switch ws.Status {
 	case StatusLive, StatusDraining:
 		return nil
@@ -426,6 +422,7 @@ func (h *HQ) Serve(w http.ResponseWriter, r *http.Request, f Forward) {
 	rp := &httputil.ReverseProxy{
 		Transport:     h.transport,
 		FlushInterval: -1, // streams (SSE, NDJSON) pass at once
+		ErrorLog:      slog.NewLogLogger(h.cfg.Logger.Handler(), slog.LevelDebug),
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			// The Host header stays the client's: the worker's links (a
 			// preview's, a CDP endpoint's, a view link's) name HQ, and

@@ -43,6 +43,22 @@ func (c *testCluster) owner(id string) string {
 	return ""
 }
 
+// station posts a Station method call for the sandbox primitive to HQ as
+// key, naming worker as the station; it returns the status and the body.
+func (c *testCluster) station(key, worker, body string) (int, []byte) {
+	c.t.Helper()
+	req, _ := http.NewRequest("POST", c.HQ.URL+"/api/v1/stations/"+worker+"/execution/sandbox", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
+}
+
 type directReply struct {
 	status int
 	body   string
@@ -166,17 +182,8 @@ func TestCluster(t *testing.T) {
 			t.Fatal(err)
 		}
 		other := map[string]string{"w1": "w2", "w2": "w1"}[c.owner(bsb.ID)]
-		req, _ := http.NewRequest("POST", c.HQ.URL+"/api/v1/stations/"+other+"/execution/sandbox", strings.NewReader(`{"method":"create"}`))
-		req.Header.Set("Authorization", "Bearer "+betaKey)
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != 429 || !strings.Contains(string(b), "quota_exceeded") {
-			t.Errorf("beta's second sandbox, on %s = %d %s; want 429 quota_exceeded", other, resp.StatusCode, b)
+		if status, b := c.station(betaKey, other, `{"method":"create"}`); status != 429 || !strings.Contains(string(b), "quota_exceeded") {
+			t.Errorf("beta's second sandbox, on %s = %d %s; want 429 quota_exceeded", other, status, b)
 		}
 		zero := 0
 		if _, err := hq.SetTenant(ctx, "beta", apitype.SetTenantRequest{MaxSandboxes: &zero}); err != nil {
@@ -309,20 +316,8 @@ func TestCluster(t *testing.T) {
 			t.Fatalf("CDP through HQ: %v %s", err, body)
 		}
 		conn.SetReadLimit(1 << 20)
-		if err := conn.Write(wctx, websocket.MessageText, []byte(`{"id":1,"method":"Browser.getVersion"}`)); err != nil {
-			t.Fatal(err)
-		}
-		for {
-			_, b, err := conn.Read(wctx)
-			if err != nil {
-				t.Fatalf("CDP through HQ: %v", err)
-			}
-			if strings.Contains(string(b), `"id":1`) {
-				if !strings.Contains(string(b), "product") {
-					t.Errorf("Browser.getVersion = %s", b)
-				}
-				break
-			}
+		if b, err := cdpVersion(wctx, conn); err != nil || !strings.Contains(string(b), "product") {
+			t.Errorf("Browser.getVersion through HQ = %s, %v", b, err)
 		}
 		conn.Close(websocket.StatusNormalClosure, "")
 		// A view link through HQ: its page answers on HQ's address.
@@ -363,17 +358,10 @@ func TestCluster(t *testing.T) {
 
 	t.Run("station API", func(t *testing.T) {
 		post := func(station, body string) (int, map[string]any) {
-			req, _ := http.NewRequest("POST", c.HQ.URL+"/api/v1/stations/"+station+"/execution/sandbox", strings.NewReader(body))
-			req.Header.Set("Authorization", "Bearer "+c.HQ.Token)
-			req.Header.Set("Content-Type", "application/json")
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer resp.Body.Close()
+			status, b := c.station(c.HQ.Token, station, body)
 			var out map[string]any
-			_ = json.NewDecoder(resp.Body).Decode(&out)
-			return resp.StatusCode, out
+			_ = json.Unmarshal(b, &out)
+			return status, out
 		}
 		body, err := hqGet(c, "/api/v1/execution")
 		if err != nil {
@@ -567,27 +555,20 @@ func TestCluster(t *testing.T) {
 		w := c.owner(sbID)
 		admin := cluster.Caller{Principal: auth.Principal{KeyID: "test", Scope: auth.ScopeAdmin}}
 		// A second sandbox there, to be deleted while its owner is lost.
-		req, _ := http.NewRequest("POST", c.HQ.URL+"/api/v1/stations/"+w+"/execution/sandbox", strings.NewReader(`{"method":"create"}`))
-		req.Header.Set("Authorization", "Bearer "+c.HQ.Token)
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
+		status, b := c.station(c.HQ.Token, w, `{"method":"create"}`)
 		var created struct {
 			Data struct {
 				ID string `json:"id"`
 			} `json:"data"`
 		}
-		_ = json.NewDecoder(resp.Body).Decode(&created)
-		resp.Body.Close()
+		_ = json.Unmarshal(b, &created)
 		lostID := created.Data.ID
 		if lostID == "" {
-			t.Fatalf("create on station %s = %d", w, resp.StatusCode)
+			t.Fatalf("create on station %s = %d %s", w, status, b)
 		}
 		c.Workers[w].Kill9(t)
 		c.WaitStatus(cluster.StatusOffline, w)
-		_, err = hq.Run(ctx, sbID, apitype.CreateCommandRequest{Command: "true"})
+		_, err := hq.Run(ctx, sbID, apitype.CreateCommandRequest{Command: "true"})
 		if errcode.ReasonOf(err) != "owner_unavailable" || !strings.Contains(err.Error(), w) {
 			t.Errorf("exec on a dead owner = %v, want owner_unavailable naming %s", err, w)
 		}

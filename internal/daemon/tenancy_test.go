@@ -710,17 +710,8 @@ func TestTenancyRevocationClosesCDP(t *testing.T) {
 	defer conn.CloseNow()
 	conn.SetReadLimit(64 << 20)
 	// The control: the connection works before the revocation.
-	if err := conn.Write(ctx, websocket.MessageText, []byte(`{"id":1,"method":"Browser.getVersion"}`)); err != nil {
-		t.Fatal(err)
-	}
-	for {
-		_, b, err := conn.Read(ctx)
-		if err != nil {
-			t.Fatalf("CDP before the revocation: %v", err)
-		}
-		if strings.Contains(string(b), `"id":1`) {
-			break
-		}
+	if _, err := cdpVersion(ctx, conn); err != nil {
+		t.Fatalf("CDP before the revocation: %v", err)
 	}
 	revoked := time.Now()
 	if err := d.Client.RevokeKey(ctx, doomed.ID); err != nil {
@@ -738,5 +729,22 @@ func TestTenancyRevocationClosesCDP(t *testing.T) {
 	}
 	if d := time.Since(revoked); d > 5*time.Second {
 		t.Errorf("the CDP connection closed %v after the revocation, want within 5s", d)
+	}
+}
+
+// cdpVersion sends Browser.getVersion (id 1) on a CDP connection and
+// returns its answer, skipping the events before it.
+func cdpVersion(ctx context.Context, conn *websocket.Conn) ([]byte, error) {
+	if err := conn.Write(ctx, websocket.MessageText, []byte(`{"id":1,"method":"Browser.getVersion"}`)); err != nil {
+		return nil, err
+	}
+	for {
+		_, b, err := conn.Read(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if strings.Contains(string(b), `"id":1`) {
+			return b, nil
+		}
 	}
 }
