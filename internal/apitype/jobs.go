@@ -98,6 +98,9 @@ type Job struct {
 	UpdatedAt  time.Time  `json:"updated_at"`
 	StartedAt  *time.Time `json:"started_at,omitempty"`
 	FinishedAt *time.Time `json:"finished_at,omitempty"`
+	// Worker is the cluster worker that ran (or runs) its last attempt;
+	// absent on one daemon.
+	Worker string `json:"worker,omitempty"`
 	// Repeat is set on POST /v1/jobs answers that return an earlier job
 	// for the same business_id and request.
 	Repeat bool `json:"repeat,omitempty"`

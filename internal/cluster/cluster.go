@@ -37,6 +37,9 @@ type Capabilities struct {
 	MaxSandboxes       int    `json:"max_sandboxes"`
 	MaxBrowserSessions int    `json:"max_browser_sessions"`
 	Version            string `json:"version,omitempty"`
+	// Actions are the sandbox job actions it would run now, as
+	// name@version.
+	Actions []string `json:"actions,omitempty"`
 }
 
 // Load is what a worker runs now.

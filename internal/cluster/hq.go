@@ -362,6 +362,39 @@ func (h *HQ) Place(ctx context.Context, kind, tenantName, runtime, station strin
 	return cs[0].w, nil
 }
 
+// JobRoute tells where a job of tenantName's for action (name@version)
+// would run: dedicated when the tenant has workers of its own (its jobs
+// queue for them alone). A job is queued, not placed: any of those
+// workers that is live, not draining and has the action may take it. When
+// none is, the error says why of each.
+func (h *HQ) JobRoute(ctx context.Context, tenantName, action string) (dedicated bool, err error) {
+	all, err := h.Statuses(ctx)
+	if err != nil {
+		return false, err
+	}
+	for _, ws := range all {
+		dedicated = dedicated || (tenantName != "" && ws.Tenant == tenantName)
+	}
+	var why []string
+	for _, ws := range all {
+		switch {
+		case dedicated && ws.Tenant != tenantName, !dedicated && ws.Tenant != "":
+			continue
+		case ws.Status != StatusLive:
+			why = append(why, fmt.Sprintf("%s is %s", ws.ID, ws.Status))
+		case !slices.Contains(ws.Lease.Capabilities.Actions, action):
+			why = append(why, fmt.Sprintf("%s cannot run %s now", ws.ID, action))
+		default:
+			return dedicated, nil
+		}
+	}
+	detail := strings.Join(why, "; ")
+	if detail == "" {
+		detail = "no worker takes this tenant's work"
+	}
+	return dedicated, errcode.NoWorkerAvailable.New("no worker can run %s now: %s; see berth workers ls and berth actions on a worker", action, detail)
+}
+
 func kindName(kind string) string { return strings.ReplaceAll(kind, "_", " ") }
 
 // Owner returns the placement of a resource and its owner's status. An

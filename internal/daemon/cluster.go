@@ -11,10 +11,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/berthdev/berth/internal/browser"
 	"github.com/berthdev/berth/internal/cluster"
 	"github.com/berthdev/berth/internal/errcode"
 	"github.com/berthdev/berth/internal/httpapi"
+	"github.com/berthdev/berth/internal/jobs"
 	"github.com/berthdev/berth/internal/sandbox"
 	"github.com/berthdev/berth/internal/store"
 	"github.com/berthdev/berth/internal/tenant"
@@ -70,8 +73,33 @@ func runHQ(ctx context.Context, cfg Config, dataDir string, log *slog.Logger) er
 	for _, w := range cc.Workers {
 		log.Info("worker", "id", w.ID, "url", w.URL.String(), "tenant", w.Tenant)
 	}
+	pool, err := riverPool(ctx, cc.Database)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	// HQ queues, reports and cancels jobs; the workers run them.
+	jobSvc, err := jobs.New(jobs.Config{
+		DataDir: dataDir, ActionsDir: cfg.ActionsDir, Retention: cfg.JobRetention, Logger: log, RiverPool: pool,
+		Cluster: &jobs.Cluster{Route: func(ctx context.Context, tenantID, action string) (string, error) {
+			name := ""
+			if t, err := db.GetTenant(ctx, tenantID); err == nil {
+				name = t.Name
+			} else if !errcode.Is(err, errcode.NotFound) {
+				return "", err
+			}
+			dedicated, err := hq.JobRoute(ctx, name, action)
+			if !dedicated {
+				name = ""
+			}
+			return name, err
+		}},
+	}, db, nil, nil)
+	if err != nil {
+		return err
+	}
 	api := httpapi.New(httpapi.Config{
-		Version: cfg.Version, DataDir: dataDir, MaxUpload: cfg.MaxUpload, Logger: log, Keys: keys, DB: db,
+		Version: cfg.Version, DataDir: dataDir, MaxUpload: cfg.MaxUpload, Logger: log, Keys: keys, DB: db, Jobs: jobSvc,
 		PreviewDomain: strings.ToLower(strings.Trim(cfg.PreviewDomain, ".")),
 		Tenants:       db, DefaultTenant: tenant.DefaultID, Audit: db, Idempotency: db, RateLimits: cfg.RateLimits,
 		StationID: cfg.StationID, Dashboard: dashboardOf(cfg.Dashboard, log), Cluster: hq,
@@ -82,8 +110,53 @@ func runHQ(ctx context.Context, cfg Config, dataDir string, log *slog.Logger) er
 	defer stop()
 	go keys.PollRevocations(revocations, log)
 	go sweepIdempotency(revocations, db, log)
-	return serveAPI(ctx, cfg, dataDir, api, log)
+	go rescueJobs(revocations, hq, jobSvc, log)
+	jobsPart := part{name: "jobs", start: jobSvc.Start, stop: jobSvc.Stop, stopTimeout: 30 * time.Second}
+	return serveAPI(ctx, cfg, dataDir, api, log, jobsPart)
 }
+
+// rescueJobs runs the job service's Rescue every RescueEvery: the attempts
+// of workers whose lease ran out are queued again for another. Leases are
+// judged only once the database has answered HQ for a lease's length:
+// after an outage every worker's lease looks run out until its next
+// heartbeat.
+func rescueJobs(ctx context.Context, hq *cluster.HQ, svc *jobs.Service, log *slog.Logger) {
+	var answering time.Time
+	t := time.NewTicker(RescueEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		all, err := hq.Statuses(ctx)
+		if err != nil {
+			answering = time.Time{}
+			continue
+		}
+		if answering.IsZero() {
+			answering = time.Now()
+		}
+		if time.Since(answering) < cluster.LeaseTTL {
+			continue
+		}
+		reachable := map[string]bool{}
+		for _, ws := range all {
+			reachable[ws.ID] = ws.Reachable()
+		}
+		if err := svc.Rescue(ctx, func(w string) bool { return reachable[w] }, QueuedGrace); err != nil {
+			log.Warn("rescuing jobs", "err", err)
+		}
+	}
+}
+
+// RescueEvery is how often HQ looks for lost workers' jobs; QueuedGrace
+// how old a queued job without a queue job must be to get one.
+const (
+	RescueEvery = 2 * time.Second
+	QueuedGrace = 30 * time.Second
+)
 
 // hqSecret reads HQ's service secret, making it (0600) on first start.
 func hqSecret(path string, log *slog.Logger) ([]byte, error) {
@@ -96,15 +169,16 @@ func hqSecret(path string, log *slog.Logger) ([]byte, error) {
 	return cluster.ReadSecret(path)
 }
 
-// serveAPI serves HQ's api on cfg.Listen until ctx ends.
-func serveAPI(ctx context.Context, cfg Config, dataDir string, api http.Handler, log *slog.Logger) error {
+// serveAPI starts before, then serves HQ's api on cfg.Listen until ctx
+// ends.
+func serveAPI(ctx context.Context, cfg Config, dataDir string, api http.Handler, log *slog.Logger, before ...part) error {
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", cfg.Listen, err)
 	}
 	serve, served := apiPart(ctx, ln, api, log)
 	ps := &parts{log: log}
-	if err := ps.start(ctx, serve); err != nil {
+	if err := ps.start(ctx, append(before, serve)...); err != nil {
 		ln.Close()
 		return err
 	}
@@ -114,6 +188,7 @@ func serveAPI(ctx context.Context, cfg Config, dataDir string, api http.Handler,
 // workerSide is what a worker adds to a daemon: the shared database, its
 // credential's verifier and its lease.
 type workerSide struct {
+	id       string
 	db       *store.DB
 	verifier *cluster.Verifier
 	tenantID string // HQ's ID of the tenant it is bound to
@@ -131,7 +206,7 @@ func openWorker(ctx context.Context, cc *ClusterConfig, boundTenant string, loca
 	if err != nil {
 		return nil, err
 	}
-	ws := &workerSide{db: db, verifier: cluster.NewVerifier(cc.WorkerID, cred)}
+	ws := &workerSide{id: cc.WorkerID, db: db, verifier: cluster.NewVerifier(cc.WorkerID, cred)}
 	if boundTenant != "" {
 		t, err := db.GetTenant(ctx, boundTenant)
 		if errcode.Is(err, errcode.NotFound) {
@@ -164,8 +239,32 @@ func mirrorTenant(ctx context.Context, local *store.DB, t *tenant.Tenant) error 
 	return nil
 }
 
+// draining reports whether HQ drains the worker (false when the database
+// does not answer: the worker goes on with what it was given).
+func (ws *workerSide) draining(ctx context.Context) bool {
+	leases, err := ws.db.ListLeases(ctx)
+	if err != nil {
+		return false
+	}
+	for _, l := range leases {
+		if l.ID == ws.id {
+			return l.Draining
+		}
+	}
+	return false
+}
+
+// riverPool is a pgx pool on the cluster's database for River's queue.
+func riverPool(ctx context.Context, dsn string) (*pgxpool.Pool, error) {
+	pool, err := pgxpool.New(ctx, dsn)
+	if err != nil {
+		return nil, errcode.DatabaseUnavailable.Wrap(err, "opening the job queue's pool on the cluster's database")
+	}
+	return pool, nil
+}
+
 // member is the worker's lease, advertising what it has and runs.
-func (ws *workerSide) member(cc *ClusterConfig, cfg Config, mgr *sandbox.Manager, browsers *browser.Manager, log *slog.Logger) part {
+func (ws *workerSide) member(cc *ClusterConfig, cfg Config, mgr *sandbox.Manager, browsers *browser.Manager, jobSvc *jobs.Service, log *slog.Logger) part {
 	describe := func(ctx context.Context) (cluster.Capabilities, cluster.Load) {
 		mc := mgr.Config()
 		caps := cluster.Capabilities{Tenant: cfg.Tenant, MaxSandboxes: mc.MaxSandboxes, Version: cfg.Version, Runtimes: []string{}}
@@ -177,6 +276,11 @@ func (ws *workerSide) member(cc *ClusterConfig, cfg Config, mgr *sandbox.Manager
 				caps.Runtimes = append([]string{rt.Name()}, caps.Runtimes...)
 			} else {
 				caps.Runtimes = append(caps.Runtimes, rt.Name())
+			}
+		}
+		for _, h := range jobSvc.Actions() {
+			if h.Available {
+				caps.Actions = append(caps.Actions, h.Name+"@"+h.Version)
 			}
 		}
 		var load cluster.Load

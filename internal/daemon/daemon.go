@@ -327,7 +327,7 @@ func Run(ctx context.Context, cfg Config) error {
 	// River on SQLite wants one connection: its own, beside the store's.
 	riverDB.SetMaxOpenConns(1)
 	defer riverDB.Close()
-	jobSvc, err := jobs.New(jobs.Config{
+	jobsCfg := jobs.Config{
 		DataDir: dataDir, Runtime: jobsRuntime, Chromium: cfg.JobChromium, Soffice: cfg.Soffice,
 		Capacity: cfg.JobCapacity, Pools: cfg.JobPools, Workers: !cfg.NoJobWorkers, ActionsDir: cfg.ActionsDir,
 		Profiles: cfg.JobProfiles, Reuse: cfg.JobReuse, Retention: cfg.JobRetention, Logger: log,
@@ -335,7 +335,20 @@ func Run(ctx context.Context, cfg Config) error {
 			l, _ := tenantLimits(ctx, id)
 			return l.Jobs
 		},
-	}, db, riverDB, mgr)
+	}
+	var jobStore jobs.Store = db
+	if worker != nil {
+		// A worker's jobs are the cluster's: records, files and River's
+		// queue in the shared database.
+		pool, err := riverPool(ctx, cfg.Cluster.Database)
+		if err != nil {
+			return err
+		}
+		defer pool.Close()
+		jobsCfg.RiverPool, jobStore = pool, worker.db
+		jobsCfg.Cluster = &jobs.Cluster{Worker: cfg.Cluster.WorkerID, Tenant: cfg.Tenant, Draining: worker.draining}
+	}
+	jobSvc, err := jobs.New(jobsCfg, jobStore, riverDB, mgr)
 	if err != nil {
 		return err
 	}
@@ -378,7 +391,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if worker != nil {
 		// The lease is taken once the API serves, and given up before it
 		// stops: HQ sends nothing to a worker that cannot answer.
-		all = append(all, worker.member(cfg.Cluster, cfg, mgr, browsers, log))
+		all = append(all, worker.member(cfg.Cluster, cfg, mgr, browsers, jobSvc, log))
 	}
 	if err := ps.start(ctx, all...); err != nil {
 		ln.Close()

@@ -38,15 +38,10 @@ var clusterKinds = map[ownerKind]string{
 }
 
 // clusterUnsupported are the route prefixes an HQ does not serve yet, with
-// why.
+// why. Sandbox jobs' routes (jobs, files, actions, convert, Gotenberg's)
+// are HQ's own: its job service queues them for the workers.
 var clusterUnsupported = []struct{ prefix, what string }{
 	{"/v1/templates", "templates live on each worker and are not served through HQ yet (docs/operations.md says how to build one on a worker)"},
-	{"/v1/jobs", "sandbox jobs do not run across a cluster yet; run them on a single berth serve"},
-	{"/v1/files", "sandbox jobs' files do not live in a cluster yet"},
-	{"/v1/convert/", "sandbox jobs do not run across a cluster yet"},
-	{"/v1/actions", "sandbox jobs do not run across a cluster yet"},
-	{"/forms/", "Gotenberg's routes (sandbox jobs) do not run across a cluster yet"},
-	{"/health", "Gotenberg's routes (sandbox jobs) do not run across a cluster yet"},
 }
 
 // clustered is the handler HQ serves for pattern in place of next.

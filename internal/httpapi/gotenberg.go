@@ -479,7 +479,7 @@ func (s *Server) chromiumJob(ctx context.Context, f *gotForm, route gotenbergRou
 		if !ok {
 			continue
 		}
-		b, err := s.readSmallBlob(g.ref, jobspec.MaxTemplateBytes)
+		b, err := s.readSmallBlob(ctx, g.ref, jobspec.MaxTemplateBytes)
 		if err != nil {
 			f.problems = append(f.problems, fmt.Sprintf("form file '%s' is invalid: %v", hf.file, err))
 			continue
@@ -499,11 +499,11 @@ func (s *Server) chromiumJob(ctx context.Context, f *gotForm, route gotenbergRou
 }
 
 // readSmallBlob returns a stored file of at most max bytes as text.
-func (s *Server) readSmallBlob(ref apitype.FileRef, max int) (string, error) {
+func (s *Server) readSmallBlob(ctx context.Context, ref apitype.FileRef, max int) (string, error) {
 	if ref.Size > int64(max) {
 		return "", fmt.Errorf("at most %d bytes", max)
 	}
-	rc, err := s.cfg.Jobs.Blobs().Open(ref.SHA256)
+	rc, err := s.cfg.Jobs.Blobs().Open(ctx, ref.SHA256)
 	if err != nil {
 		return "", err
 	}
@@ -702,7 +702,7 @@ func (s *Server) serveZip(w http.ResponseWriter, r *http.Request, outs []apitype
 			n = fmt.Sprintf("%s_%d%s", strings.TrimSuffix(o.Name, path.Ext(o.Name)), i, path.Ext(o.Name))
 		}
 		seen[n] = true
-		if err := s.zipBlob(zw, o, n); err != nil {
+		if err := s.zipBlob(r.Context(), zw, o, n); err != nil {
 			// The status is sent: all that is left is to cut the archive short.
 			s.log.WarnContext(r.Context(), "writing a Gotenberg zip answer failed", "request_id", requestID(r), "err", err)
 			return
@@ -711,8 +711,8 @@ func (s *Server) serveZip(w http.ResponseWriter, r *http.Request, outs []apitype
 	_ = zw.Close()
 }
 
-func (s *Server) zipBlob(zw *zip.Writer, ref apitype.FileRef, name string) error {
-	rc, err := s.cfg.Jobs.Blobs().Open(ref.SHA256)
+func (s *Server) zipBlob(ctx context.Context, zw *zip.Writer, ref apitype.FileRef, name string) error {
+	rc, err := s.cfg.Jobs.Blobs().Open(ctx, ref.SHA256)
 	if err != nil {
 		return err
 	}

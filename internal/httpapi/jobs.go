@@ -104,7 +104,7 @@ func (s *Server) handleDownloadFile() http.Handler {
 
 // serveBlob writes a stored file as the response, named name if given.
 func (s *Server) serveBlob(w http.ResponseWriter, r *http.Request, ref apitype.FileRef, name string) {
-	f, err := s.cfg.Jobs.Blobs().Open(ref.SHA256)
+	f, err := s.cfg.Jobs.Blobs().Open(r.Context(), ref.SHA256)
 	if err != nil {
 		s.fail(w, r, err)
 		return

@@ -24,17 +24,31 @@ import (
 // <dir>/<first two hex digits>/<sha256>. A file is written to a temporary
 // name, synced and renamed into place, so a crash never leaves a partial
 // file under a real name.
+//
+// In a cluster the content is in the shared database too (Contents), and
+// the directory is this node's cache of it: a node that lacks a file reads
+// it from the database into the directory.
 type Blobs struct {
-	dir   string
-	store Store
+	dir    string
+	store  Store
+	shared Contents // nil: the directory is the only copy
 }
 
-// NewBlobs returns the blob store in dir.
-func NewBlobs(dir string, store Store) (*Blobs, error) {
+// Contents keeps blob contents where every node of a cluster reads them.
+type Contents interface {
+	// PutBlobContent stores all of r as blob sha's content, or nothing.
+	PutBlobContent(ctx context.Context, sha string, r io.Reader) error
+	// OpenBlobContent reads it back; none stored is FileNotFound.
+	OpenBlobContent(ctx context.Context, sha string) (io.ReadCloser, error)
+}
+
+// NewBlobs returns the blob store in dir; shared (optional) holds the
+// contents a cluster's nodes share.
+func NewBlobs(dir string, store Store, shared Contents) (*Blobs, error) {
 	if err := os.MkdirAll(filepath.Join(dir, "tmp"), 0o700); err != nil {
 		return nil, err
 	}
-	return &Blobs{dir: dir, store: store}, nil
+	return &Blobs{dir: dir, store: store, shared: shared}, nil
 }
 
 var shaRE = regexp.MustCompile(`^[0-9a-f]{64}$`)
@@ -80,6 +94,17 @@ func (b *Blobs) Put(ctx context.Context, r io.Reader, limit int64, name string) 
 	if err := syncDir(filepath.Dir(final)); err != nil {
 		return apitype.FileRef{}, err
 	}
+	if b.shared != nil {
+		f, err := os.Open(final)
+		if err != nil {
+			return apitype.FileRef{}, err
+		}
+		err = b.shared.PutBlobContent(ctx, sha, f)
+		f.Close()
+		if err != nil {
+			return apitype.FileRef{}, fmt.Errorf("storing file %s in the cluster's database: %w", sha, err)
+		}
+	}
 	if err := b.store.PutBlob(ctx, Blob{SHA256: sha, Size: n, MIME: ref.MIME, CreatedAt: time.Now().UTC()}); err != nil {
 		return apitype.FileRef{}, err
 	}
@@ -96,22 +121,84 @@ func (b *Blobs) Ref(ctx context.Context, sha string) (apitype.FileRef, error) {
 	if err != nil {
 		return apitype.FileRef{}, err
 	}
-	if _, err := os.Stat(b.Path(sha)); err != nil {
+	if _, err := os.Stat(b.Path(sha)); err != nil && b.shared == nil {
 		return apitype.FileRef{}, errcode.FileNotFound.New("file %s is gone", sha)
 	}
 	return apitype.FileRef{SHA256: sha, Size: rec.Size, MIME: rec.MIME}, nil
 }
 
-// Open opens a stored blob.
-func (b *Blobs) Open(sha string) (*os.File, error) {
+// Open opens a stored blob; in a cluster, one this node lacks is copied
+// from the shared database first.
+func (b *Blobs) Open(ctx context.Context, sha string) (*os.File, error) {
 	if !ValidSHA(sha) {
 		return nil, errcode.InvalidSHA256.New("%q is not a lower-case hex SHA-256", sha)
 	}
 	f, err := os.Open(b.Path(sha))
+	if errors.Is(err, fs.ErrNotExist) && b.shared != nil {
+		if err = b.fetch(ctx, sha); err == nil {
+			f, err = os.Open(b.Path(sha))
+		}
+	}
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, errcode.FileNotFound.New("file %s not found", sha)
 	}
 	return f, err
+}
+
+// fetch copies blob sha from the shared database into the directory,
+// checking its SHA-256 on the way: written to a temporary name and renamed,
+// like Put, so a reader never sees part of it.
+func (b *Blobs) fetch(ctx context.Context, sha string) error {
+	rc, err := b.shared.OpenBlobContent(ctx, sha)
+	if errcode.Is(err, errcode.NotFound) {
+		return fs.ErrNotExist
+	}
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	tmp, err := os.CreateTemp(filepath.Join(b.dir, "tmp"), "fetch-*")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		tmp.Close()
+		_ = os.Remove(tmp.Name())
+	}()
+	h := sha256.New()
+	if _, err := io.Copy(io.MultiWriter(tmp, h), rc); err != nil {
+		return fmt.Errorf("reading file %s from the cluster's database: %w", sha, err)
+	}
+	if got := hex.EncodeToString(h.Sum(nil)); got != sha {
+		return fmt.Errorf("file %s read from the cluster's database has SHA-256 %s", sha, got)
+	}
+	if err := tmp.Sync(); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(b.Path(sha)), 0o700); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), b.Path(sha))
+}
+
+// evict removes cached copies of shared blobs not used for olderThan (the
+// database keeps them; a node reads one again when it needs it).
+func (b *Blobs) evict(olderThan time.Duration) {
+	if b.shared == nil {
+		return
+	}
+	dirs, _ := os.ReadDir(b.dir)
+	for _, d := range dirs {
+		if !d.IsDir() || len(d.Name()) != 2 {
+			continue
+		}
+		entries, _ := os.ReadDir(filepath.Join(b.dir, d.Name()))
+		for _, e := range entries {
+			if info, err := e.Info(); err == nil && time.Since(info.ModTime()) > olderThan {
+				_ = os.Remove(filepath.Join(b.dir, d.Name(), e.Name()))
+			}
+		}
+	}
 }
 
 // remove deletes a blob's file (its record first: see Sweep).

@@ -37,6 +37,7 @@ type Job struct {
 	MaxAttempts   int
 	RiverID       int64
 	SandboxID     string
+	Worker        string // the cluster worker running its attempt ("" alone)
 	CreatedAt     time.Time
 	UpdatedAt     time.Time
 	StartedAt     *time.Time
@@ -49,7 +50,7 @@ func (j *Job) View() apitype.Job {
 		ID: j.ID, Action: j.Action, ActionVersion: j.ActionVersion, State: j.State, BusinessID: j.BusinessID,
 		RequestSHA256: j.RequestSHA256, Inputs: j.Inputs, Options: j.Options, Outputs: j.Outputs, Error: j.Error,
 		Output: j.Output, Blocked: j.Blocked, Attempt: j.Attempt, MaxAttempts: j.MaxAttempts, CreatedAt: j.CreatedAt,
-		UpdatedAt: j.UpdatedAt, StartedAt: j.StartedAt, FinishedAt: j.FinishedAt,
+		UpdatedAt: j.UpdatedAt, StartedAt: j.StartedAt, FinishedAt: j.FinishedAt, Worker: j.Worker,
 	}
 	if v.Inputs == nil {
 		v.Inputs = []apitype.FileRef{}
@@ -71,11 +72,16 @@ type Change struct {
 	// Fields to set; nil leaves them.
 	Attempt   *int
 	SandboxID *string
+	Worker    *string // the cluster worker running the attempt
 	Outputs   []apitype.FileRef
 	Error     *apitype.JobError
 	Blocked   []string
 	NewRiver  int64 // a new queue job takes over
-	Event     apitype.JobEvent
+	// ResetRiver leaves the job to the first queue job that claims it
+	// (river_id 0), as a new job is; Unclaimed applies the change only
+	// while none has.
+	ResetRiver, Unclaimed bool
+	Event                 apitype.JobEvent
 }
 
 // Filter selects jobs to list.

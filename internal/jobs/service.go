@@ -92,7 +92,46 @@ type Config struct {
 	// job is queued once and any worker may run it, and New's riverDB is
 	// unused. Nil: River runs on riverDB, the SQLite database.
 	RiverPool *pgxpool.Pool
+	// Cluster, when set, makes the service one node of a cluster's
+	// (RiverPool and the store are the shared Postgres).
+	Cluster *Cluster
 }
+
+// Cluster is a node's part in a cluster's jobs (docs/operations.md). HQ
+// queues, reports and cancels jobs and runs none; each worker consumes the
+// queues of the profiles it can run (of its tenant's jobs only, when it is
+// bound to one) and runs their attempts in its own sandboxes. The jobs'
+// records and files are in the shared database, so any node reads them.
+type Cluster struct {
+	// Worker is this node's worker ID; "" on HQ.
+	Worker string
+	// Tenant is the name of the tenant a worker is bound to, "" for one
+	// shared by every tenant without workers of its own.
+	Tenant string
+	// Route (HQ) reports where a job of tenant's (its ID) for action
+	// (name@version) would run: the name of the tenant whose own workers
+	// take it, or "" for the shared ones. An errcode error says why no
+	// worker would; any other error is the database's.
+	Route func(ctx context.Context, tenant, action string) (string, error)
+	// Draining (a worker) reports whether HQ drains it: it starts no new
+	// attempt then, and another worker takes the job.
+	Draining func(ctx context.Context) bool
+}
+
+// Queue is the River queue of a cluster's jobs of profile: one per
+// profile, so a worker takes only what it can run, and apart for a tenant
+// with workers of its own (tenantName). One daemon alone uses River's
+// default queue.
+func Queue(profile, tenantName string) string {
+	if tenantName == "" {
+		return "jobs_" + profile
+	}
+	sum := sha256.Sum256([]byte(tenantName))
+	return "jobs_" + profile + "_t" + hex.EncodeToString(sum[:6])
+}
+
+// hq reports whether the service is a cluster's HQ: it runs no job.
+func (s *Service) hq() bool { return s.cfg.Cluster != nil && s.cfg.Cluster.Worker == "" }
 
 // DefaultRetention keeps finished jobs a week.
 const DefaultRetention = 7 * 24 * time.Hour
@@ -134,6 +173,8 @@ type Service struct {
 	held    map[string]bool                    // job sandboxes in a pool or a job
 	started bool
 
+	consuming bool // River consumes queues here (set at Start)
+
 	wg   sync.WaitGroup
 	stop context.CancelFunc
 }
@@ -165,7 +206,15 @@ func New(cfg Config, store Store, riverDB *sql.DB, mgr *sandbox.Manager) (*Servi
 	if cfg.Runtime == "" {
 		cfg.Runtime = "container"
 	}
-	blobs, err := NewBlobs(filepath.Join(cfg.DataDir, "files"), store)
+	var shared Contents
+	if cfg.Cluster != nil {
+		c, ok := store.(Contents)
+		if !ok {
+			return nil, errors.New("a cluster's job store must hold the files' contents too")
+		}
+		shared = c
+	}
+	blobs, err := NewBlobs(filepath.Join(cfg.DataDir, "files"), store, shared)
 	if err != nil {
 		return nil, err
 	}
@@ -217,7 +266,7 @@ func (s *Service) Start(ctx context.Context) error {
 		CompletedJobRetentionPeriod: time.Hour,
 	}
 	if s.cfg.Workers {
-		rc.Queues = map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: s.cfg.Capacity.Global}}
+		rc.Queues = s.queues()
 	}
 	var err error
 	if s.cfg.RiverPool != nil {
@@ -231,10 +280,12 @@ func (s *Service) Start(ctx context.Context) error {
 	if err := s.recover(ctx); err != nil {
 		return fmt.Errorf("recovering jobs: %w", err)
 	}
-	s.recordRuntime(ctx)
+	if !s.hq() {
+		s.recordRuntime(ctx)
+	}
 	runCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	s.stop = stop
-	if s.cfg.Workers {
+	if s.consuming {
 		if err := s.river.Start(runCtx); err != nil {
 			stop()
 			return fmt.Errorf("starting the job queue: %w", err)
@@ -256,6 +307,30 @@ func (s *Service) Start(ctx context.Context) error {
 	return nil
 }
 
+// queues are the River queues the service consumes: the default queue on
+// one daemon; on a cluster's worker, one per profile it can run (none on
+// HQ, which runs no job).
+func (s *Service) queues() map[string]river.QueueConfig {
+	qc := river.QueueConfig{MaxWorkers: s.cfg.Capacity.Global}
+	if s.cfg.Cluster == nil {
+		s.consuming = true
+		return map[string]river.QueueConfig{river.QueueDefault: qc}
+	}
+	out := map[string]river.QueueConfig{}
+	if s.hq() || s.bound() != nil {
+		return out
+	}
+	for _, p := range profiles {
+		if why := s.profileProblem(p); why != "" {
+			s.log.Info("this worker takes no job of a profile", "profile", p, "why", why)
+			continue
+		}
+		out[Queue(p, s.cfg.Cluster.Tenant)] = qc
+	}
+	s.consuming = len(out) > 0
+	return out
+}
+
 // Stop stops the consumer (cancelling work in flight: it is requeued at
 // the next start), the pools and the sweeper, and deletes the runtimes.
 func (s *Service) Stop(ctx context.Context) error {
@@ -263,7 +338,7 @@ func (s *Service) Stop(ctx context.Context) error {
 	s.started = false
 	s.mu.Unlock()
 	var err error
-	if s.river != nil && s.cfg.Workers {
+	if s.river != nil && s.consuming {
 		if err = s.river.StopAndCancel(ctx); err != nil {
 			err = fmt.Errorf("stopping the job queue: %w", err)
 		}
@@ -479,12 +554,23 @@ func (s *Service) profileProblem(profile string) string {
 }
 
 // Health reports whether a job of action name would be accepted now, with
-// the most specific reason when not.
+// the most specific reason when not. On a cluster's HQ: a job of a tenant
+// without workers of its own.
 func (s *Service) Health(name string) apitype.ActionHealth {
+	h, _, err := s.health(context.Background(), name, "")
+	if err != nil {
+		return apitype.ActionHealth{Name: name, Reason: WorkerUnavailable, Message: "the cluster's database did not answer: " + err.Error()}
+	}
+	return h
+}
+
+// health is Health for a job of tenant's (its ID), with the River queue
+// the job goes to. err is set only when the cluster's database failed.
+func (s *Service) health(ctx context.Context, name, tenant string) (_ apitype.ActionHealth, queue string, _ error) {
 	a, ok := s.actions[name]
 	if !ok {
 		return apitype.ActionHealth{Name: name, Reason: ActionMissing, Hint: hints[ActionMissing],
-			Message: fmt.Sprintf("no action %q is registered", name)}
+			Message: fmt.Sprintf("no action %q is registered", name)}, "", nil
 	}
 	h := apitype.ActionHealth{Name: a.spec.Name, Version: a.spec.Version, Profile: a.spec.Profile, Base: a.spec.Base,
 		Builtin: a.builtin, Description: a.spec.Description, Output: a.spec.Output, Extensions: a.spec.Inputs.Extensions,
@@ -493,41 +579,77 @@ func (s *Service) Health(name string) apitype.ActionHealth {
 		h.Reason, h.Message, h.Hint = reason, fmt.Sprintf(format, args...), hints[reason]
 		return h
 	}
+	if s.hq() {
+		return s.clusterHealth(ctx, a, h, tenant)
+	}
 	if a.invalid != "" {
-		return fail(ActionInvalid, "%s", a.invalid)
+		return fail(ActionInvalid, "%s", a.invalid), "", nil
 	}
 	if !a.builtin {
 		// Verified at load; checked again so a bundle changed since is
 		// reported, while jobs keep using the snapshot loaded.
 		if why := a.recheck(); why != "" {
-			return fail(ActionInvalid, "%s", why)
+			return fail(ActionInvalid, "%s", why), "", nil
 		}
 	}
 	if !slices.Contains(profiles, a.spec.Profile) {
-		return fail(ProfileMissing, "runtime profile %q is not defined", a.spec.Profile)
+		return fail(ProfileMissing, "runtime profile %q is not defined", a.spec.Profile), "", nil
 	}
 	if a.runner != jobspec.RunnerAPI {
-		return fail(VersionMismatch, "the action needs runner API %d; this Berth's runner speaks %d", a.runner, jobspec.RunnerAPI)
+		return fail(VersionMismatch, "the action needs runner API %d; this Berth's runner speaks %d", a.runner, jobspec.RunnerAPI), "", nil
 	}
 	if b := s.bound(); b != nil {
-		return fail(b.Reason, "%s", b.Message)
+		return fail(b.Reason, "%s", b.Message), "", nil
 	}
 	if reason, msg, hint := s.lockProblem(a, &h); reason != "" {
 		h = fail(reason, "%s", msg)
 		h.Hint = hint
-		return h
+		return h, "", nil
 	}
 	if why := s.profileProblem(a.spec.Profile); why != "" {
-		return fail(ProfileUnhealthy, "profile %s is unhealthy: %s", a.spec.Profile, why)
+		return fail(ProfileUnhealthy, "profile %s is unhealthy: %s", a.spec.Profile, why), "", nil
 	}
 	s.mu.Lock()
 	started := s.started
 	s.mu.Unlock()
 	if !s.cfg.Workers || !started {
-		return fail(WorkerUnavailable, "no queue consumer is running on this daemon")
+		return fail(WorkerUnavailable, "no queue consumer is running on this daemon"), "", nil
 	}
 	h.Available = true
-	return h
+	queue = river.QueueDefault
+	if s.cfg.Cluster != nil {
+		queue = Queue(a.spec.Profile, s.cfg.Cluster.Tenant)
+	}
+	return h, queue, nil
+}
+
+// clusterHealth is an action's health on a cluster's HQ: what HQ checks
+// itself (the action is known, its runner API is this Berth's), then
+// whether a live worker that takes tenant's jobs has the action available
+// at the same version.
+func (s *Service) clusterHealth(ctx context.Context, a *action, h apitype.ActionHealth, tenant string) (apitype.ActionHealth, string, error) {
+	fail := func(reason, msg string) (apitype.ActionHealth, string, error) {
+		h.Reason, h.Message, h.Hint = reason, msg, hints[reason]
+		return h, "", nil
+	}
+	if a.invalid != "" {
+		return fail(ActionInvalid, a.invalid)
+	}
+	if a.runner != jobspec.RunnerAPI {
+		return fail(VersionMismatch, fmt.Sprintf("the action needs runner API %d; this Berth's runner speaks %d", a.runner, jobspec.RunnerAPI))
+	}
+	owner, err := s.cfg.Cluster.Route(ctx, tenant, a.spec.Name+"@"+a.spec.Version)
+	var e *errcode.Error
+	if errcode.Has(err, errcode.NoWorkerAvailable) && errors.As(err, &e) {
+		h, q, _ := fail(WorkerUnavailable, e.Message)
+		h.Hint = "start a worker that has it, or undrain one: berth workers ls shows each worker's status and berth actions on a worker why an action is unavailable there"
+		return h, q, nil
+	}
+	if err != nil {
+		return h, "", err
+	}
+	h.Available = true
+	return h, Queue(a.spec.Profile, owner), nil
 }
 
 // Actions reports every registered action's health.
@@ -597,7 +719,11 @@ func (s *Service) File(ctx context.Context, who Principal, sha string) (apitype.
 func (s *Service) Submit(ctx context.Context, who Principal, req apitype.CreateJobRequest) (_ *Job, repeat bool, _ error) {
 	// Health first: a job that cannot run now is refused for that, with
 	// the reason the health API gives, before its inputs are looked at.
-	if h := s.Health(req.Action); !h.Available {
+	h, queue, err := s.health(ctx, req.Action, who.Tenant)
+	if err != nil {
+		return nil, false, err
+	}
+	if !h.Available {
 		return nil, false, healthError(h)
 	}
 	a := s.actions[req.Action]
@@ -661,6 +787,10 @@ func (s *Service) Submit(ctx context.Context, who Principal, req apitype.CreateJ
 	}
 	if len(problems) > 0 {
 		return nil, false, errcode.InvalidFields(problems)
+	}
+	if s.hq() && (req.Output != nil || slices.ContainsFunc(slices.Collect(maps.Values(req.Inputs)), func(in apitype.JobInput) bool { return in.Sandbox != "" })) {
+		return nil, false, errcode.ClusterUnsupported.New("a cluster's HQ does not yet read a job's inputs from a sandbox's workspace or write its outputs into one: " +
+			"upload the inputs (content_base64 or sha256) and download the outputs (GET /v1/files/{sha256})")
 	}
 	// The workspaces named must be the principal's (another tenant's
 	// sandbox is one that does not exist), before anything is stored.
@@ -733,7 +863,7 @@ func (s *Service) Submit(ctx context.Context, who Principal, req apitype.CreateJ
 	// until then). Were the daemon to die right here, recovery queues every
 	// queued job no queue job has claimed; a second queue job for the same
 	// row finds it claimed and does nothing.
-	if _, err := s.river.Insert(ctx, runArgs{JobID: j.ID}, nil); err != nil {
+	if _, err := s.river.Insert(ctx, runArgs{JobID: j.ID}, &river.InsertOpts{Queue: queue}); err != nil {
 		_, _ = s.change(context.WithoutCancel(ctx), j.ID, Change{From: []string{apitype.JobQueued}, To: apitype.JobFailed,
 			Error: &apitype.JobError{Code: string(errcode.Unavailable), Reason: "queue_unavailable", Message: "queueing the job failed", Retryable: true}})
 		return nil, false, errcode.Wrap(errcode.Unavailable, err, "queueing the job failed")
@@ -864,7 +994,27 @@ func (s *Service) Subscribe(id string) (<-chan struct{}, func()) {
 	}
 	s.subs[id][ch] = true
 	s.mu.Unlock()
+	stop := make(chan struct{})
+	if s.cfg.Cluster != nil {
+		// Another node (a worker, HQ) changes the job: look now and then.
+		go func() {
+			t := time.NewTicker(ClusterPoll)
+			defer t.Stop()
+			for {
+				select {
+				case <-stop:
+					return
+				case <-t.C:
+					select {
+					case ch <- struct{}{}:
+					default:
+					}
+				}
+			}
+		}()
+	}
 	return ch, func() {
+		close(stop)
 		s.mu.Lock()
 		delete(s.subs[id], ch)
 		if len(s.subs[id]) == 0 {
@@ -873,6 +1023,10 @@ func (s *Service) Subscribe(id string) (<-chan struct{}, func()) {
 		s.mu.Unlock()
 	}
 }
+
+// ClusterPoll is how often a cluster's node looks for changes of a job
+// that it waits on or streams the events of.
+const ClusterPoll = 200 * time.Millisecond
 
 // change applies a change and pokes the job's subscribers.
 func (s *Service) change(ctx context.Context, id string, c Change) (*Job, error) {
@@ -974,6 +1128,19 @@ func (s *Service) Cancel(ctx context.Context, who Principal, id string) (*Job, e
 			s.mu.Lock()
 			cancel := s.running[id]
 			s.mu.Unlock()
+			if c := s.cfg.Cluster; cancel == nil && c != nil && j.Worker != c.Worker && j.RiverID != 0 {
+				// Its attempt runs on another worker: River tells that
+				// worker's consumer, whose work ends and records the
+				// cancel. Look again once it has moved on (canceled, or
+				// queued again if that worker was lost).
+				if _, err := s.river.JobCancel(ctx, j.RiverID); err != nil && !errors.Is(err, river.ErrNotFound) {
+					return nil, err
+				}
+				if j, err = s.settled(ctx, id); err != nil {
+					return nil, err
+				}
+				continue
+			}
 			if cancel == nil {
 				// Between the states: its work has just ended, or the
 				// daemon is stopping (the next start requeues it). Look
@@ -995,6 +1162,23 @@ func (s *Service) Cancel(ctx context.Context, who Principal, id string) (*Job, e
 
 var errCanceled = errors.New("canceled by request")
 
+// settled waits until job id is neither starting nor running.
+func (s *Service) settled(ctx context.Context, id string) (*Job, error) {
+	poke, done := s.Subscribe(id)
+	defer done()
+	for {
+		j, err := s.store.GetJob(ctx, id)
+		if err != nil || (j.State != apitype.JobStarting && j.State != apitype.JobRunning) {
+			return j, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-poke:
+		}
+	}
+}
+
 // Info reports the pools, the job sandboxes and the active jobs.
 func (s *Service) Info(ctx context.Context) apitype.JobsInfo {
 	out := apitype.JobsInfo{Runtime: s.cfg.Runtime, Pools: []apitype.JobPoolInfo{}}
@@ -1002,7 +1186,10 @@ func (s *Service) Info(ctx context.Context) apitype.JobsInfo {
 		p := s.pools[name]
 		out.Pools = append(out.Pools, apitype.JobPoolInfo{Profile: name, Size: p.size, Ready: len(p.ready)})
 	}
-	if all, err := s.mgr.Internal(ctx, "job-"); err == nil {
+	if s.mgr == nil {
+		// A cluster's HQ: the pools and sandboxes are the workers'.
+		out.Pools = nil
+	} else if all, err := s.mgr.Internal(ctx, "job-"); err == nil {
 		out.Sandboxes = len(all)
 	}
 	out.Active, _, _, _ = s.store.ActiveJobs(ctx, "", "")

@@ -79,6 +79,10 @@ func (s *Service) work(ctx context.Context, riverID int64, id string) error {
 		return ignoreState(err)
 	}
 	prof := s.profiles[a.spec.Profile]
+	if c := s.cfg.Cluster; c != nil && c.Draining != nil && c.Draining(ctx) {
+		// HQ drains this worker: back to the queue, for another.
+		return river.JobSnooze(time.Second)
+	}
 
 	// Capacity: over a bound, wait without using an attempt.
 	s.admitMu.Lock()
@@ -106,8 +110,12 @@ func (s *Service) work(ctx context.Context, riverID int64, id string) error {
 		return river.JobSnooze(250 * time.Millisecond)
 	}
 	attempt := j.Attempt + 1
+	var self *string
+	if s.cfg.Cluster != nil {
+		self = &s.cfg.Cluster.Worker
+	}
 	j, err = s.change(ctx, id, Change{From: []string{apitype.JobQueued, apitype.JobWaiting}, RiverID: riverID,
-		NewRiver: riverID, To: apitype.JobStarting, Attempt: &attempt})
+		NewRiver: riverID, To: apitype.JobStarting, Attempt: &attempt, Worker: self})
 	s.admitMu.Unlock()
 	if err != nil {
 		return ignoreState(err)
@@ -139,7 +147,9 @@ func (s *Service) work(ctx context.Context, riverID int64, id string) error {
 	// The attempt failed: canceled, retryable, or for good.
 	finalCtx := context.WithoutCancel(ctx)
 	from := []string{apitype.JobStarting, apitype.JobRunning}
-	if errors.Is(context.Cause(workCtx), errCanceled) {
+	// A cancel on this daemon ends the work with errCanceled; one on a
+	// cluster's HQ reaches it through River.
+	if errors.Is(context.Cause(workCtx), errCanceled) || errors.Is(context.Cause(ctx), river.ErrJobCancelledRemotely) {
 		_, err := s.change(finalCtx, id, Change{From: from, RiverID: riverID, To: apitype.JobCanceled, Blocked: blocked,
 			Event: apitype.JobEvent{Message: "canceled while it ran; its sandbox was deleted"}})
 		return ignoreState(err)
@@ -296,7 +306,7 @@ func inputNames(refs []apitype.FileRef) map[string]apitype.JobInput {
 
 // stage copies one input from the blob store into the sandbox.
 func (s *Service) stage(ctx context.Context, rt *runtime, in apitype.FileRef) error {
-	f, err := s.blobs.Open(in.SHA256)
+	f, err := s.blobs.Open(ctx, in.SHA256)
 	if err != nil {
 		return err
 	}
@@ -354,7 +364,7 @@ func (s *Service) collect(ctx context.Context, j *Job, rt *runtime, o jobspec.Ou
 		return apitype.FileRef{}, fail(errcode.Unavailable, "runtime_lost", true, "reading output %s failed: %s", o.Name, errMessage(err))
 	}
 	ref.MIME = o.MIME
-	pages, verr := s.validate(ref)
+	pages, verr := s.validate(ctx, ref)
 	if verr != nil {
 		return apitype.FileRef{}, fail(errcode.Invalid, "invalid_output", false, "output %s is not valid: %v", o.Name, verr)
 	}
@@ -364,8 +374,8 @@ func (s *Service) collect(ctx context.Context, j *Job, rt *runtime, o jobspec.Ou
 
 // validate checks an output's structure by its type and returns its page
 // (or slide) count.
-func (s *Service) validate(ref apitype.FileRef) (int, error) {
-	f, err := s.blobs.Open(ref.SHA256)
+func (s *Service) validate(ctx context.Context, ref apitype.FileRef) (int, error) {
+	f, err := s.blobs.Open(ctx, ref.SHA256)
 	if err != nil {
 		return 0, err
 	}
@@ -391,49 +401,131 @@ func (s *Service) validate(ref apitype.FileRef) (int, error) {
 // recover makes every unfinished job runnable again after a restart: a
 // job that was starting or running lost its attempt (its sandbox is
 // deleted) and is queued again, or failed if that was its last; a queued
-// job whose queue job is gone gets a new one.
+// job whose queue job is gone gets a new one. A cluster's worker recovers
+// only the attempts it ran (HQ the rest: see Rescue); HQ only queued jobs.
 func (s *Service) recover(ctx context.Context) error {
 	open, err := s.store.JobsInStates(ctx, apitype.JobQueued, apitype.JobWaiting, apitype.JobStarting, apitype.JobRunning)
 	if err != nil {
 		return err
 	}
 	for _, j := range open {
-		if j.SandboxID != "" && (j.State == apitype.JobStarting || j.State == apitype.JobRunning) {
+		attempt := j.State == apitype.JobStarting || j.State == apitype.JobRunning
+		if c := s.cfg.Cluster; c != nil && ((attempt && (c.Worker == "" || j.Worker != c.Worker)) || (!attempt && c.Worker != "")) {
+			continue
+		}
+		if j.SandboxID != "" && attempt {
 			if err := s.mgr.Delete(ctx, j.SandboxID); err != nil && !errcode.Is(err, errcode.NotFound) {
 				s.log.Warn("deleting an interrupted job's sandbox", "job_id", j.ID, "sandbox_id", j.SandboxID, "err", err)
 			}
 		}
-		switch j.State {
-		case apitype.JobStarting, apitype.JobRunning:
-			if j.Attempt >= j.MaxAttempts {
-				_, err = s.change(ctx, j.ID, Change{From: []string{j.State}, To: apitype.JobFailed,
-					Error: &apitype.JobError{Code: string(errcode.Unavailable), Reason: "interrupted",
-						Message: "the daemon stopped during the job's last attempt", Retryable: true}})
-				if err != nil {
-					return err
-				}
-				continue
+		if !attempt && j.RiverID != 0 {
+			if rj, err := s.river.JobGet(ctx, j.RiverID); err == nil && !finalized(rj.State) {
+				continue // still queued in River
 			}
-		default:
-			if j.RiverID != 0 {
-				if rj, err := s.river.JobGet(ctx, j.RiverID); err == nil && !finalized(rj.State) {
-					continue // still queued in River
-				}
-			}
-		}
-		res, err := s.river.Insert(ctx, runArgs{JobID: j.ID}, nil)
-		if err != nil {
-			return err
 		}
 		msg := "queued again after a daemon restart"
-		if j.State == apitype.JobStarting || j.State == apitype.JobRunning {
+		if attempt {
 			msg = fmt.Sprintf("attempt %d was interrupted by a daemon restart; queued again", j.Attempt)
 		}
-		if _, err := s.change(ctx, j.ID, Change{From: []string{j.State}, To: apitype.JobQueued, NewRiver: res.Job.ID,
-			Event: apitype.JobEvent{Type: apitype.JobQueued, Message: msg}}); err != nil {
+		if err := s.requeue(ctx, j, 0, msg, "the daemon stopped during the job's last attempt"); err != nil {
 			return err
 		}
 		s.log.Info("recovered a job", "job_id", j.ID, "was", j.State)
+	}
+	return nil
+}
+
+// requeue queues job j again in a new queue job, in the River queue of its
+// last: its attempt was interrupted (or, past its last attempt, it fails
+// with lastWhy), or its queue job was lost. With fence set, only while
+// queue job fence still owns it.
+func (s *Service) requeue(ctx context.Context, j *Job, fence int64, msg, lastWhy string) error {
+	attempt := j.State == apitype.JobStarting || j.State == apitype.JobRunning
+	if attempt && j.Attempt >= j.MaxAttempts {
+		_, err := s.change(ctx, j.ID, Change{From: []string{j.State}, RiverID: fence, To: apitype.JobFailed,
+			Error: &apitype.JobError{Code: string(errcode.Unavailable), Reason: "interrupted", Message: lastWhy, Retryable: true}})
+		return ignoreState(err)
+	}
+	// Queued first, for the first queue job that comes (as Submit does):
+	// a consumer may take the new queue job before its ID is recorded.
+	// Then the queue job, then its ID, unless one has claimed the job by
+	// then. A failure in between leaves a queued job without a queue job,
+	// which the next start (or HQ's Rescue) finds.
+	queue := s.queueOf(ctx, j)
+	none := ""
+	if _, err := s.change(ctx, j.ID, Change{From: []string{j.State}, RiverID: fence, To: apitype.JobQueued, ResetRiver: true,
+		Worker: &none, Event: apitype.JobEvent{Type: apitype.JobQueued, Message: msg}}); err != nil {
+		return ignoreState(err)
+	}
+	res, err := s.river.Insert(ctx, runArgs{JobID: j.ID}, &river.InsertOpts{Queue: queue})
+	if err != nil {
+		return err
+	}
+	_, err = s.change(ctx, j.ID, Change{From: []string{apitype.JobQueued}, Unclaimed: true, NewRiver: res.Job.ID})
+	return ignoreState(err)
+}
+
+// queueOf is the River queue job j was queued in.
+func (s *Service) queueOf(ctx context.Context, j *Job) string {
+	if j.RiverID != 0 {
+		if rj, err := s.river.JobGet(ctx, j.RiverID); err == nil {
+			return rj.Queue
+		}
+	}
+	if s.cfg.Cluster == nil {
+		return river.QueueDefault
+	}
+	profile := jobspec.ProfileBrowser
+	if a := s.actions[j.Action]; a != nil {
+		profile = a.spec.Profile
+	}
+	owner := s.cfg.Cluster.Tenant
+	if s.hq() {
+		owner, _ = s.cfg.Cluster.Route(ctx, j.Tenant, j.Action+"@"+j.ActionVersion)
+	}
+	return Queue(profile, owner)
+}
+
+// Rescue is HQ's part in a cluster's recovery, run every few seconds: the
+// attempts of workers that reachable says no longer answer (their lease
+// ran out) are queued again for another worker, fenced by their queue
+// job, so a worker that was only cut off cannot record its attempt's end
+// over the new one's; and queued jobs whose queue job was never written
+// (the database failed between the two) or was lost get one, once older
+// than queuedGrace.
+func (s *Service) Rescue(ctx context.Context, reachable func(worker string) bool, queuedGrace time.Duration) error {
+	open, err := s.store.JobsInStates(ctx, apitype.JobQueued, apitype.JobWaiting, apitype.JobStarting, apitype.JobRunning)
+	if err != nil {
+		return err
+	}
+	for _, j := range open {
+		switch j.State {
+		case apitype.JobStarting, apitype.JobRunning:
+			if j.Worker == "" || reachable(j.Worker) {
+				continue
+			}
+			msg := fmt.Sprintf("attempt %d was interrupted: worker %s stopped answering; queued again for another", j.Attempt, j.Worker)
+			last := fmt.Sprintf("worker %s stopped answering during the job's last attempt", j.Worker)
+			if err := s.requeue(ctx, j, j.RiverID, msg, last); err != nil {
+				return err
+			}
+			s.log.Warn("requeued a lost worker's job", "job_id", j.ID, "worker", j.Worker, "attempt", j.Attempt)
+		default:
+			if time.Since(j.UpdatedAt) < queuedGrace {
+				continue
+			}
+			if j.RiverID != 0 {
+				if rj, err := s.river.JobGet(ctx, j.RiverID); err == nil && !finalized(rj.State) {
+					continue
+				} else if err != nil && !errors.Is(err, river.ErrNotFound) {
+					return err
+				}
+			}
+			if err := s.requeue(ctx, j, j.RiverID, "queued again: its queue job was lost", ""); err != nil {
+				return err
+			}
+			s.log.Warn("queued a job whose queue job was lost", "job_id", j.ID)
+		}
 	}
 	return nil
 }
@@ -464,6 +556,7 @@ func (s *Service) Sweep(ctx context.Context) {
 		s.log.Info("deleted finished jobs past their retention", "jobs", n)
 	}
 	s.blobs.clearTemp(BlobGrace)
+	s.blobs.evict(BlobGrace)
 	unused, err := s.store.UnusedBlobs(ctx, time.Now().Add(-BlobGrace))
 	if err != nil {
 		return
@@ -490,6 +583,9 @@ var (
 // sweepSandboxes deletes job sandboxes no pool and no job holds: those a
 // crashed daemon left, or a teardown that failed.
 func (s *Service) sweepSandboxes(ctx context.Context) {
+	if s.mgr == nil {
+		return // a cluster's HQ has none
+	}
 	all, err := s.mgr.Internal(ctx, "job-")
 	if err != nil {
 		return

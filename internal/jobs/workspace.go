@@ -158,7 +158,7 @@ func (s *Service) deliver(ctx context.Context, j *Job, outs []apitype.FileRef) (
 		if err != nil {
 			return nil, failWith(err, o.Name)
 		}
-		f, err := s.blobs.Open(o.SHA256)
+		f, err := s.blobs.Open(ctx, o.SHA256)
 		if err != nil {
 			return nil, failWith(err, o.Name)
 		}

@@ -4,6 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,7 +19,7 @@ import (
 
 const jobColumns = `id, action, action_version, state, tenant, owner, business_id, request_sha256, inputs, options,
 	outputs, error, blocked, attempt, max_attempts, river_id, sandbox_id, created_at, updated_at, started_at, finished_at,
-	output_dest`
+	output_dest, worker`
 
 func scanJob(row interface{ Scan(...any) error }) (*jobs.Job, error) {
 	var j jobs.Job
@@ -25,7 +28,7 @@ func scanJob(row interface{ Scan(...any) error }) (*jobs.Job, error) {
 	var dest string
 	if err := row.Scan(&j.ID, &j.Action, &j.ActionVersion, &j.State, &j.Tenant, &j.Owner, &j.BusinessID,
 		&j.RequestSHA256, &inputs, &options, &outputs, &jerr, &blocked, &j.Attempt, &j.MaxAttempts, &j.RiverID,
-		&j.SandboxID, &created, &updated, &started, &finished, &dest); err != nil {
+		&j.SandboxID, &created, &updated, &started, &finished, &dest, &j.Worker); err != nil {
 		return nil, err
 	}
 	if dest != "" {
@@ -201,7 +204,7 @@ func (db *DB) ChangeJob(ctx context.Context, id string, c jobs.Change) (*jobs.Jo
 		}
 		// A job whose queue job is not recorded yet (river_id 0) goes to
 		// the first queue job that claims it.
-		if c.RiverID != 0 && j.RiverID != 0 && j.RiverID != c.RiverID {
+		if (c.RiverID != 0 && j.RiverID != 0 && j.RiverID != c.RiverID) || (c.Unclaimed && j.RiverID != 0) {
 			return errcode.JobState.New("job %s is run by another queue job", id)
 		}
 		now := time.Now().UTC()
@@ -220,6 +223,9 @@ func (db *DB) ChangeJob(ctx context.Context, id string, c jobs.Change) (*jobs.Jo
 		if c.SandboxID != nil {
 			j.SandboxID = *c.SandboxID
 		}
+		if c.Worker != nil {
+			j.Worker = *c.Worker
+		}
 		if c.Outputs != nil {
 			j.Outputs = c.Outputs
 		}
@@ -228,6 +234,9 @@ func (db *DB) ChangeJob(ctx context.Context, id string, c jobs.Change) (*jobs.Jo
 		}
 		if c.Blocked != nil {
 			j.Blocked = c.Blocked
+		}
+		if c.ResetRiver {
+			j.RiverID = 0
 		}
 		if c.NewRiver != 0 {
 			j.RiverID = c.NewRiver
@@ -245,9 +254,9 @@ func (db *DB) ChangeJob(ctx context.Context, id string, c jobs.Change) (*jobs.Jo
 			finished = formatTime(*j.FinishedAt)
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE jobs SET state = $1, business_key = $2, outputs = $3, error = $4,
-			blocked = $5, attempt = $6, river_id = $7, sandbox_id = $8, updated_at = $9, started_at = $10, finished_at = $11
-			WHERE id = $12`, j.State, businessKey(j), mustJSON(j.Outputs), jerr, mustJSON(j.Blocked), j.Attempt,
-			j.RiverID, j.SandboxID, formatTime(now), started, finished, id); err != nil {
+			blocked = $5, attempt = $6, river_id = $7, sandbox_id = $8, updated_at = $9, started_at = $10, finished_at = $11,
+			worker = $12 WHERE id = $13`, j.State, businessKey(j), mustJSON(j.Outputs), jerr, mustJSON(j.Blocked), j.Attempt,
+			j.RiverID, j.SandboxID, formatTime(now), started, finished, j.Worker, id); err != nil {
 			return err
 		}
 		for _, o := range c.Outputs {
@@ -356,7 +365,10 @@ func (db *DB) DeleteBlob(ctx context.Context, sha string) error {
 			return err
 		}
 		if n, _ := res.RowsAffected(); n > 0 {
-			_, err = tx.ExecContext(ctx, `DELETE FROM blob_owners WHERE sha256 = $1`, sha)
+			if _, err = tx.ExecContext(ctx, `DELETE FROM blob_owners WHERE sha256 = $1`, sha); err != nil {
+				return err
+			}
+			_, err = tx.ExecContext(ctx, `DELETE FROM blob_chunks WHERE sha256 = $1`, sha)
 		}
 		return err
 	})
@@ -377,3 +389,81 @@ func (db *DB) BlobOwned(ctx context.Context, tenant, sha string) (bool, error) {
 var _ jobs.Store = (*DB)(nil)
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// blobChunk is the size of one blob_chunks row.
+const blobChunk = 1 << 20
+
+// PutBlobContent stores what r yields as the content of blob sha, in
+// chunks, in one transaction: all of it or none. Content already stored
+// is kept (the same SHA-256 is the same content).
+func (db *DB) PutBlobContent(ctx context.Context, sha string, r io.Reader) error {
+	return db.tx(ctx, func(tx *sql.Tx) error {
+		var n int
+		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM blob_chunks WHERE sha256 = $1 AND seq = 0`, sha).Scan(&n); err != nil {
+			return err
+		}
+		if n > 0 {
+			return nil
+		}
+		buf := make([]byte, blobChunk)
+		for seq := 0; ; seq++ {
+			k, err := io.ReadFull(r, buf)
+			if k > 0 || seq == 0 {
+				if _, err := tx.ExecContext(ctx, `INSERT INTO blob_chunks (sha256, seq, data) VALUES ($1, $2, $3)
+					ON CONFLICT (sha256, seq) DO NOTHING`, sha, seq, buf[:k]); err != nil {
+					return err
+				}
+			}
+			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+		}
+	})
+}
+
+// OpenBlobContent reads blob sha's stored content, a chunk at a time; one
+// with none stored is FileNotFound.
+func (db *DB) OpenBlobContent(ctx context.Context, sha string) (io.ReadCloser, error) {
+	var n int
+	if err := db.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM blob_chunks WHERE sha256 = $1`, sha).Scan(&n); err != nil {
+		return nil, err
+	}
+	if n == 0 {
+		return nil, errcode.FileNotFound.New("file %s has no stored content", sha)
+	}
+	return &chunkReader{ctx: ctx, db: db, sha: sha, n: n}, nil
+}
+
+// chunkReader reads a blob's chunks in order.
+type chunkReader struct {
+	ctx  context.Context
+	db   *DB
+	sha  string
+	n    int // chunks in all
+	next int
+	buf  []byte
+}
+
+func (c *chunkReader) Read(p []byte) (int, error) {
+	for len(c.buf) == 0 {
+		if c.next >= c.n {
+			return 0, io.EOF
+		}
+		var data []byte
+		if err := c.db.db.QueryRowContext(c.ctx, `SELECT data FROM blob_chunks WHERE sha256 = $1 AND seq = $2`,
+			c.sha, c.next).Scan(&data); err != nil {
+			return 0, fmt.Errorf("reading chunk %d of file %s: %w", c.next, c.sha, err)
+		}
+		c.buf, c.next = data, c.next+1
+	}
+	n := copy(p, c.buf)
+	c.buf = c.buf[n:]
+	return n, nil
+}
+
+func (c *chunkReader) Close() error { return nil }
+
+var _ jobs.Contents = (*DB)(nil)

@@ -1,0 +1,181 @@
+package daemon_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/berthdev/berth/client"
+	"github.com/berthdev/berth/internal/apitype"
+	"github.com/berthdev/berth/internal/cluster"
+	"github.com/berthdev/berth/internal/errcode"
+	"github.com/berthdev/berth/internal/testenv"
+)
+
+// TestClusterJobs runs sandbox jobs through a cluster's HQ over a real
+// Postgres, with HQ and three workers as separate processes (w3 dedicated
+// to tenant acme): HQ queues, workers run, files pass through the shared
+// database; a dedicated tenant's jobs run on its worker only; a draining
+// worker takes none; a job cancelled on HQ stops on its worker; and a
+// worker killed with SIGKILL in the middle of a job: the job runs again on
+// another worker and ends once, with exactly one output, and the killed
+// worker, restarted, leaves it be.
+func TestClusterJobs(t *testing.T) {
+	needJobs(t)
+	ctx := context.Background()
+	var acmeKey string
+	pools := []string{"--job-pool", "browser=1", "--job-pool", "office=0"}
+	c := testenv.StartCluster(t, testenv.ClusterSpec{
+		Workers:       map[string]string{"w1": "", "w2": "", "w3": "acme"},
+		WorkerArgs:    pools,
+		DedicatedArgs: []string{"--default-runtime", "container"},
+		BeforeWorkers: func(c *testenv.Cluster) {
+			if _, err := c.HQ.Client.CreateTenant(ctx, apitype.CreateTenantRequest{Name: "acme"}); err != nil {
+				t.Fatal(err)
+			}
+			k, err := c.HQ.Client.CreateKey(ctx, apitype.CreateKeyRequest{Name: "acme", Tenant: "acme"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			acmeKey = k.Secret
+		}})
+	hq := c.HQ.Client
+	acme := client.New(c.HQ.URL, acmeKey)
+	dir := t.TempDir()
+
+	// The workers advertise the actions they can run; HQ's health follows.
+	testenv.Eventually(t, 30*time.Second, "html-pdf available through HQ", func() bool {
+		acts, err := hq.Actions(ctx)
+		if err != nil {
+			return false
+		}
+		for _, a := range acts {
+			if a.Name == "html-pdf" {
+				return a.Available
+			}
+		}
+		return false
+	})
+
+	t.Run("run", func(t *testing.T) {
+		j := runJob(t, hq, apitype.CreateJobRequest{Action: "html-pdf", Inputs: threePages()})
+		if j.Worker != "w1" && j.Worker != "w2" {
+			t.Errorf("the default tenant's job ran on %q, want a shared worker (w1 or w2)", j.Worker)
+		}
+		// The output was stored by the worker and is read through HQ.
+		pdf := output(t, hq, j, dir)
+		if n := pdfPages(t, pdf); n != "3" {
+			t.Errorf("output has %s pages, want 3", n)
+		}
+		// An upload to HQ is an input a worker reads.
+		up, err := hq.UploadFile(ctx, strings.NewReader(`<!doctype html><h1>Uploaded to HQ</h1>`), "index.html")
+		if err != nil {
+			t.Fatal(err)
+		}
+		j = runJob(t, hq, apitype.CreateJobRequest{Action: "html-pdf",
+			Inputs: map[string]apitype.JobInput{"index.html": {SHA256: up.SHA256}}})
+		if text := pdfText(t, output(t, hq, j, dir)); !strings.Contains(text, "Uploaded to HQ") {
+			t.Errorf("the uploaded page's PDF reads %q", text)
+		}
+	})
+
+	t.Run("dedicated", func(t *testing.T) {
+		j := runJob(t, acme, apitype.CreateJobRequest{Action: "html-pdf", Inputs: threePages()})
+		if j.Worker != "w3" {
+			t.Errorf("acme's job ran on %q, want its dedicated w3", j.Worker)
+		}
+		if _, err := acme.Job(ctx, j.ID); err != nil {
+			t.Errorf("acme reads its job: %v", err)
+		}
+		// Positive control above; another tenant's job is not acme's to see.
+		other := runJob(t, hq, apitype.CreateJobRequest{Action: "html-pdf", Inputs: threePages()})
+		if _, err := acme.Job(ctx, other.ID); errcode.ReasonOf(err) != "job_not_found" {
+			t.Errorf("acme reads the default tenant's job = %v, want job_not_found", err)
+		}
+	})
+
+	t.Run("workspace", func(t *testing.T) {
+		_, err := hq.CreateJob(ctx, apitype.CreateJobRequest{Action: "html-pdf",
+			Inputs: map[string]apitype.JobInput{"index.html": {Sandbox: "sbx_x", Path: "index.html"}}})
+		if errcode.ReasonOf(err) != "cluster_unsupported" {
+			t.Errorf("a job reading a workspace through HQ = %v, want cluster_unsupported", err)
+		}
+	})
+
+	t.Run("drain", func(t *testing.T) {
+		if _, err := hq.DrainWorker(ctx, "w1"); err != nil {
+			t.Fatal(err)
+		}
+		for range 2 {
+			if j := runJob(t, hq, apitype.CreateJobRequest{Action: "html-pdf", Inputs: threePages()}); j.Worker != "w2" {
+				t.Errorf("a job while w1 drains ran on %q, want w2", j.Worker)
+			}
+		}
+		if _, err := hq.UndrainWorker(ctx, "w1"); err != nil {
+			t.Fatal(err)
+		}
+	})
+
+	t.Run("cancel", func(t *testing.T) {
+		j, err := hq.CreateJob(ctx, slowPage(10*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		running := waitRunning(t, hq, j.ID)
+		cctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		got, err := hq.CancelJob(cctx, j.ID)
+		if err != nil || got.State != apitype.JobCanceled {
+			t.Fatalf("cancel through HQ of a job running on %s = %s, %v; want canceled\n%s", running.Worker, got.State, err, jobStory(hq, j.ID))
+		}
+	})
+
+	t.Run("worker killed", func(t *testing.T) {
+		j, err := hq.CreateJob(ctx, slowPage(10*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		first := waitRunning(t, hq, j.ID).Worker
+		c.Workers[first].Kill9(t)
+		wctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+		defer cancel()
+		done, err := hq.WaitJob(wctx, j.ID)
+		if err != nil {
+			t.Fatalf("waiting for the job of killed %s: %v\n%s", first, err, jobStory(hq, j.ID))
+		}
+		if done.State != apitype.JobSucceeded || len(done.Outputs) != 1 || done.Worker == first || done.Attempt != 2 {
+			t.Fatalf("job after %s was killed: %s on %q, attempt %d, outputs %v; want succeeded once more on another worker with one output\n%s",
+				first, done.State, done.Worker, done.Attempt, done.Outputs, jobStory(hq, j.ID))
+		}
+		story := jobStory(hq, j.ID)
+		if !strings.Contains(story, "worker "+first+" stopped answering") || strings.Count(story, " succeeded ") != 1 {
+			t.Errorf("the job's events do not tell one requeue after %s was lost and one success:\n%s", first, story)
+		}
+		if text := pdfText(t, output(t, hq, done, dir)); !strings.Contains(text, "Slow 10s") {
+			t.Errorf("the output reads %q", text)
+		}
+		// The killed worker comes back: the job is not its to recover.
+		c.StartWorker(first)
+		c.WaitStatus(cluster.StatusLive, first)
+		again, err := hq.Job(ctx, j.ID)
+		if err != nil || again.State != apitype.JobSucceeded || again.Attempt != 2 || len(again.Outputs) != 1 ||
+			again.Outputs[0].SHA256 != done.Outputs[0].SHA256 {
+			t.Errorf("after %s restarted the job is %+v, %v; want it as it finished", first, again, err)
+		}
+		// A job runs on the restarted worker as on any.
+		runJob(t, hq, apitype.CreateJobRequest{Action: "html-pdf", Inputs: threePages()})
+	})
+}
+
+// waitRunning waits until job id runs and returns it.
+func waitRunning(t *testing.T, c *client.Client, id string) apitype.Job {
+	t.Helper()
+	var j apitype.Job
+	testenv.Eventually(t, 2*time.Minute, "job "+id+" running", func() bool {
+		var err error
+		j, err = c.Job(context.Background(), id)
+		return err == nil && j.State == apitype.JobRunning && j.Worker != ""
+	})
+	return j
+}
