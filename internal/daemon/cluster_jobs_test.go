@@ -2,6 +2,7 @@ package daemon_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -178,4 +179,91 @@ func waitRunning(t *testing.T, c *client.Client, id string) apitype.Job {
 		return err == nil && j.State == apitype.JobRunning && j.Worker != ""
 	})
 	return j
+}
+
+// TestClusterJobsPostgresOutage stops the cluster's Postgres for 10 s while
+// a job runs on a worker and another is submitted: the submit answers 503
+// within its deadline and stores nothing; once the database is back, the
+// running job ends once with one output, and the submit repeated with its
+// business_id makes exactly one job.
+func TestClusterJobsPostgresOutage(t *testing.T) {
+	needJobs(t)
+	srv := testenv.NewPostgresServer(t)
+	c := testenv.StartCluster(t, testenv.ClusterSpec{Workers: map[string]string{"w1": ""}, DSN: srv.DSN(),
+		WorkerArgs: []string{"--job-pool", "browser=1", "--job-pool", "office=0"}})
+	hq := c.HQ.Client
+	ctx := context.Background()
+	testenv.Eventually(t, 30*time.Second, "html-pdf available through HQ", func() bool {
+		acts, err := hq.Actions(ctx)
+		return err == nil && slices.ContainsFunc(acts, func(a apitype.ActionHealth) bool { return a.Name == "html-pdf" && a.Available })
+	})
+	running, err := hq.CreateJob(ctx, slowPage(10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitRunning(t, hq, running.ID)
+	if err := srv.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	stopped := time.Now()
+	req := apitype.CreateJobRequest{Action: "html-pdf", Inputs: threePages(), BusinessID: "outage-1"}
+	refused := 0
+	for time.Since(stopped) < 10*time.Second {
+		cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		start := time.Now()
+		j, err := hq.CreateJob(cctx, req)
+		cancel()
+		switch {
+		case time.Since(start) > 10*time.Second:
+			t.Errorf("a job submitted while the database was down took %v", time.Since(start))
+		case err == nil:
+			t.Errorf("a job submitted while the database was down was accepted: %s", j.ID)
+		case client.IsCode(err, errcode.Unavailable):
+			refused++
+		default:
+			t.Errorf("a job submitted while the database was down = %v, want a 503", err)
+		}
+		time.Sleep(time.Second)
+	}
+	if refused == 0 {
+		t.Error("no submit answered 503 while the database was down")
+	}
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	done, err := hq.WaitJob(wctx, running.ID)
+	if err != nil || done.State != apitype.JobSucceeded || len(done.Outputs) != 1 {
+		t.Fatalf("the job that ran through the outage = %s (%+v), outputs %v, %v; want succeeded with one output\n%s",
+			done.State, done.Error, done.Outputs, err, jobStory(hq, running.ID))
+	}
+	if story := jobStory(hq, running.ID); strings.Count(story, " succeeded ") != 1 {
+		t.Errorf("the job succeeded more than once:\n%s", story)
+	}
+	var first apitype.Job
+	testenv.Eventually(t, 30*time.Second, "a submit accepted after the outage", func() bool {
+		first, err = hq.CreateJob(ctx, req)
+		return err == nil
+	})
+	again, err := hq.CreateJob(ctx, req)
+	if err != nil || again.ID != first.ID || !again.Repeat {
+		t.Errorf("the submit repeated = %s (repeat %t), %v; want %s again", again.ID, again.Repeat, err, first.ID)
+	}
+	if j, err := hq.WaitJob(wctx, first.ID); err != nil || j.State != apitype.JobSucceeded {
+		t.Errorf("the job submitted after the outage = %s, %v\n%s", j.State, err, jobStory(hq, first.ID))
+	}
+	all, err := hq.Jobs(ctx, client.JobFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, j := range all {
+		if j.BusinessID == "outage-1" {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d jobs have business_id outage-1, want 1", n)
+	}
 }

@@ -140,7 +140,7 @@ func (s *Service) work(ctx context.Context, riverID int64, id string) error {
 		outputs, ferr = s.deliver(hard, j, outputs)
 	}
 	if ferr == nil {
-		_, err := s.change(context.WithoutCancel(ctx), id, Change{From: []string{apitype.JobRunning}, RiverID: riverID,
+		_, err := s.record(ctx, id, Change{From: []string{apitype.JobRunning}, RiverID: riverID,
 			To: apitype.JobSucceeded, Outputs: outputs, Blocked: blocked})
 		return ignoreState(err)
 	}
@@ -150,7 +150,7 @@ func (s *Service) work(ctx context.Context, riverID int64, id string) error {
 	// A cancel on this daemon ends the work with errCanceled; one on a
 	// cluster's HQ reaches it through River.
 	if errors.Is(context.Cause(workCtx), errCanceled) || errors.Is(context.Cause(ctx), river.ErrJobCancelledRemotely) {
-		_, err := s.change(finalCtx, id, Change{From: from, RiverID: riverID, To: apitype.JobCanceled, Blocked: blocked,
+		_, err := s.record(ctx, id, Change{From: from, RiverID: riverID, To: apitype.JobCanceled, Blocked: blocked,
 			Event: apitype.JobEvent{Message: "canceled while it ran; its sandbox was deleted"}})
 		return ignoreState(err)
 	}
@@ -168,10 +168,10 @@ func (s *Service) work(ctx context.Context, riverID int64, id string) error {
 		jerr.Message += "; the previous attempt failed the same way, so it is not tried again"
 	}
 	if !jerr.Retryable || again || attempt >= j.MaxAttempts {
-		_, err := s.change(finalCtx, id, Change{From: from, RiverID: riverID, To: apitype.JobFailed, Error: &jerr, Blocked: blocked})
+		_, err := s.record(ctx, id, Change{From: from, RiverID: riverID, To: apitype.JobFailed, Error: &jerr, Blocked: blocked})
 		return ignoreState(err)
 	}
-	if _, err := s.change(finalCtx, id, Change{From: from, RiverID: riverID, To: apitype.JobQueued,
+	if _, err := s.record(ctx, id, Change{From: from, RiverID: riverID, To: apitype.JobQueued,
 		Event: apitype.JobEvent{Message: fmt.Sprintf("attempt %d failed (%s: %s); retrying", attempt, jerr.Reason, jerr.Message), Error: &jerr}}); err != nil {
 		return ignoreState(err)
 	}
@@ -179,6 +179,33 @@ func (s *Service) work(ctx context.Context, riverID int64, id string) error {
 }
 
 var errHardDeadline = errors.New("the job's hard deadline passed")
+
+// record is change for an attempt's end: the outcome is in hand, so a
+// database that does not answer (a cluster's Postgres restarting) is
+// waited for, up to RecordPatience or until the work is stopped, rather
+// than the outcome lost and the job left running.
+func (s *Service) record(ctx context.Context, id string, c Change) (*Job, error) {
+	delay, deadline := 100*time.Millisecond, time.Now().Add(RecordPatience)
+	for {
+		j, err := s.change(context.WithoutCancel(ctx), id, c)
+		if err == nil || errcode.Has(err, errcode.JobState) || errcode.Is(err, errcode.NotFound) || time.Now().After(deadline) {
+			return j, err
+		}
+		if delay == 100*time.Millisecond {
+			s.log.Warn("recording how a job's attempt ended failed; retrying", "job_id", id, "to", c.To, "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, 5*time.Second)
+	}
+}
+
+// RecordPatience is how long an attempt's end is retried while the
+// database fails.
+const RecordPatience = 2 * time.Minute
 
 // memoryReasons are failures that running out of memory causes: their
 // message says how much the profile has and how to change it.
@@ -247,7 +274,7 @@ func (s *Service) attempt(ctx context.Context, j *Job, a *action, prof Profile) 
 	}
 	if _, err := s.change(ctx, j.ID, Change{From: []string{apitype.JobStarting}, To: apitype.JobRunning, SandboxID: &sandboxID,
 		Event: apitype.JobEvent{Message: "inputs staged in sandbox " + sandboxID}}); err != nil {
-		return nil, nil, ctxFailure(ctx)
+		return nil, nil, changeFailure(ctx, err)
 	}
 	opts, _ := jobspec.ParseOptions(j.Options)
 	req := jobspec.Request{Action: a.spec.Base, Options: opts, TimeoutMS: prof.Timeout.Milliseconds()}
@@ -280,7 +307,10 @@ func (s *Service) attempt(ctx context.Context, j *Job, a *action, prof Profile) 
 	if err := json.Unmarshal(body, &res); err != nil || len(res.Outputs) == 0 {
 		return nil, nil, fail(errcode.Internal, "invalid_output", false, "the runner returned no outputs")
 	}
-	if _, err := s.change(ctx, j.ID, Change{Event: apitype.JobEvent{Type: "progress", Percent: 80, Message: "rendered; validating"}}); err != nil {
+	// Progress is told when it can be: a database that fails now is the
+	// outcome's to wait for (record), not a reason to render again.
+	if _, err := s.change(ctx, j.ID, Change{Event: apitype.JobEvent{Type: "progress", Percent: 80, Message: "rendered; validating"}}); err != nil &&
+		(ctx.Err() != nil || errcode.Has(err, errcode.JobState) || errcode.Is(err, errcode.NotFound)) {
 		return nil, res.Blocked, ctxFailure(ctx)
 	}
 	var outs []apitype.FileRef
@@ -328,6 +358,16 @@ func stageFailure(ctx context.Context, err error) *failure {
 
 // ctxFailure says why ctx ended: the hard deadline (retryable) or a
 // cancel (the caller turns that into canceled).
+// changeFailure is how an attempt ends when recording its progress
+// failed: the job moved on under it (a cancel; HQ queued it again), or the
+// database failed, which another attempt may not meet.
+func changeFailure(ctx context.Context, err error) *failure {
+	if ctx.Err() != nil || errcode.Has(err, errcode.JobState) || errcode.Is(err, errcode.NotFound) {
+		return ctxFailure(ctx)
+	}
+	return fail(errcode.Unavailable, "database_unavailable", true, "recording the job's progress failed: %s", errMessage(err))
+}
+
 func ctxFailure(ctx context.Context) *failure {
 	if errors.Is(context.Cause(ctx), errHardDeadline) {
 		return fail(errcode.DeadlineExceeded, "timeout", true, "the job passed its hard deadline; its sandbox was killed")
