@@ -1,7 +1,9 @@
 package daemon_test
 
 import (
+	"bytes"
 	"context"
+	"io"
 	"slices"
 	"strings"
 	"testing"
@@ -78,6 +80,22 @@ func TestClusterJobs(t *testing.T) {
 			Inputs: map[string]apitype.JobInput{"index.html": {SHA256: up.SHA256}}})
 		if text := pdfText(t, output(t, hq, j, dir)); !strings.Contains(text, "Uploaded to HQ") {
 			t.Errorf("the uploaded page's PDF reads %q", text)
+		}
+		// The synchronous route and Gotenberg's are jobs through HQ too
+		// (Gotenberg's footer is read back from the shared files on HQ).
+		rc, _, err := hq.Convert(ctx, apitype.CreateJobRequest{Action: "html-pdf", Inputs: threePages()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(rc)
+		rc.Close()
+		if err != nil || !bytes.HasPrefix(b, []byte("%PDF-")) {
+			t.Errorf("POST /v1/convert through HQ = %.20q, %v; want a PDF", b, err)
+		}
+		a := gotPost(t, c.HQ, "/forms/chromium/convert/html", []gotFile{{"index.html", []byte(`<h1>Gotenberg through HQ</h1>`)},
+			{"footer.html", []byte(`<p style="font-size:10px">Folio <span class="pageNumber"></span></p>`)}}, nil, nil)
+		if text := pdfText(t, a.want200(t, "application/pdf", "")); !strings.Contains(text, "Gotenberg through HQ") || !strings.Contains(text, "Folio 1") {
+			t.Errorf("Gotenberg's route through HQ made a PDF that reads %q", text)
 		}
 	})
 

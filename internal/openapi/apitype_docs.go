@@ -123,6 +123,7 @@ var apitypeDocs = map[string]string{
 	"Job.blocked":                                 "Blocked lists requests the document made that were refused.",
 	"Job.output":                                  "Output is the workspace destination the request named.",
 	"Job.repeat":                                  "Repeat is set on POST /v1/jobs answers that return an earlier job for the same business_id and request.",
+	"Job.worker":                                  "Worker is the cluster worker that ran (or runs) its last attempt; absent on one daemon.",
 	"JobError":                                    "JobError says why a job failed.",
 	"JobError.code":                               "an errcode: invalid, deadline_exceeded, unavailable...",
 	"JobError.reason":                             "specific: invalid_input, timeout, runtime_start...",
