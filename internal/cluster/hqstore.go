@@ -92,21 +92,46 @@ func (h *HQ) Placed(ctx context.Context) (map[string]Load, error) {
 // Get reads uri (path and query) from worker w as c into out (JSON), with
 // a bounded answer.
 func (h *HQ) Get(ctx context.Context, w WorkerConfig, c Caller, uri, requestID string, out any) error {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
+	return h.Call(ctx, w, c, Call{Method: http.MethodGet, URI: uri, RequestID: requestID}, out)
+}
+
+// Call is a request HQ makes to a worker on its own account (not a
+// client's request passed on).
+type Call struct {
+	Method, URI string // URI: path and query
+	RequestID   string
+	// ContentType and Body, when set, are the request's body.
+	ContentType string
+	Body        io.Reader
+}
+
+// Call sends call to worker w as c and reads its JSON answer into out
+// (when not nil), at most 64 MiB. A GET has 30 s; a call with a body as
+// long as ctx. An error answer is the worker's error; a call that never
+// reached the worker is owner_unavailable, one whose answer never came
+// owner_outcome_unknown.
+func (h *HQ) Call(ctx context.Context, w WorkerConfig, c Caller, call Call, out any) error {
+	if call.Body == nil {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+	}
 	u := *w.URL
-	ref, err := url.Parse(uri)
+	ref, err := url.Parse(call.URI)
 	if err != nil {
 		return err
 	}
 	u.Path, u.RawQuery = ref.Path, ref.RawQuery
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	req, err := http.NewRequestWithContext(ctx, call.Method, u.String(), call.Body)
 	if err != nil {
 		return err
 	}
-	req.Header.Set(AssertionHeader, Assert(h.creds[w.ID], w.ID, c, http.MethodGet, req.URL.RequestURI(), h.now()))
-	if requestID != "" {
-		req.Header.Set("X-Request-Id", requestID)
+	if call.ContentType != "" {
+		req.Header.Set("Content-Type", call.ContentType)
+	}
+	req.Header.Set(AssertionHeader, Assert(h.creds[w.ID], w.ID, c, call.Method, req.URL.RequestURI(), h.now()))
+	if call.RequestID != "" {
+		req.Header.Set("X-Request-Id", call.RequestID)
 	}
 	resp, err := (&http.Client{Transport: h.transport, CheckRedirect: noRedirects}).Do(req)
 	if err != nil {
@@ -115,6 +140,9 @@ func (h *HQ) Get(ctx context.Context, w WorkerConfig, c Caller, uri, requestID s
 	defer resp.Body.Close()
 	if resp.StatusCode >= 300 {
 		return wire.ErrorFromResponse(resp)
+	}
+	if out == nil {
+		return nil
 	}
 	body := io.LimitReader(resp.Body, 64<<20)
 	if err := json.NewDecoder(body).Decode(out); err != nil {

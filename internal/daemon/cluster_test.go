@@ -3,12 +3,14 @@ package daemon_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -519,6 +521,82 @@ func TestCluster(t *testing.T) {
 		}
 		if r := c.direct("w3", "GET", "/v1/sandboxes", asBeta); !strings.Contains(r.body, `"tenant_bound"`) {
 			t.Errorf("w3 as beta = %d %s, want tenant_bound", r.status, r.body)
+		}
+	})
+
+	t.Run("templates", func(t *testing.T) {
+		admin := cluster.Caller{Principal: auth.Principal{KeyID: "test", Scope: auth.ScopeAdmin}}
+		steps := []apitype.TemplateStep{{Run: "echo seeded > seed.txt"}}
+		tpl, err := hq.BuildTemplate(ctx, apitype.BuildTemplateRequest{Name: "tools", Steps: steps})
+		if err != nil || tpl.State != apitype.TemplateBuilding {
+			t.Fatalf("BuildTemplate through HQ = %+v, %v", tpl, err)
+		}
+		if tpl = waitTemplate(t, hq, "tools"); tpl.State != apitype.TemplateReady || tpl.Reason != "" {
+			log, _ := hq.TemplateLog(ctx, "tools")
+			t.Fatalf("template through HQ = %+v\nlog:\n%s", tpl, log)
+		}
+		// Made on every worker, so a sandbox from it starts wherever it is placed.
+		for wid := range c.Workers {
+			if r := c.direct(wid, "GET", "/v1/templates/tools", admin); r.status != http.StatusOK || !strings.Contains(r.body, `"ready"`) {
+				t.Errorf("template tools on %s = %d %s", wid, r.status, r.body)
+			}
+		}
+		if log, err := hq.TemplateLog(ctx, "tools"); err != nil || !strings.Contains(log, "==> step 1") {
+			t.Errorf("the build log through HQ = %q, %v", log, err)
+		}
+		list, err := hq.Templates(ctx)
+		if err != nil || !slices.ContainsFunc(list, func(t apitype.Template) bool { return t.Name == "tools" && t.State == apitype.TemplateReady }) {
+			t.Errorf("templates through HQ = %+v, %v; want tools, ready, once", list, err)
+		}
+		if n := len(slices.DeleteFunc(list, func(t apitype.Template) bool { return t.Name != "tools" })); n != 1 {
+			t.Errorf("tools listed %d times through HQ, want once", n)
+		}
+		var made []string
+		for range 2 {
+			sb, err := hq.CreateSandbox(ctx, apitype.CreateSandboxRequest{Template: "tools", Runtime: "container"})
+			if err != nil {
+				var e *errcode.Error
+				errors.As(err, &e)
+				t.Fatalf("CreateSandbox(template tools) through HQ: %v %v", err, e.Problems)
+			}
+			made = append(made, sb.ID)
+			rec, err := hq.Run(ctx, sb.ID, apitype.CreateCommandRequest{Command: "cat /template/seed.txt"})
+			if err != nil || rec.Stdout != "seeded\n" {
+				t.Errorf("in a sandbox of tools on %s: %+v, %v", c.owner(sb.ID), rec, err)
+			}
+		}
+		// A name a worker has already is refused before any worker builds it.
+		w2 := c.WorkerClient("w2", admin)
+		if _, err := w2.BuildTemplate(ctx, apitype.BuildTemplateRequest{Name: "taken", Steps: steps}); err != nil {
+			t.Fatal(err)
+		}
+		waitTemplate(t, w2, "taken")
+		if _, err := hq.BuildTemplate(ctx, apitype.BuildTemplateRequest{Name: "taken", Steps: steps}); errcode.ReasonOf(err) != "template_exists" || !strings.Contains(err.Error(), "w2") {
+			t.Errorf("BuildTemplate through HQ of a name w2 has = %v, want template_exists naming w2", err)
+		}
+		if r := c.direct("w1", "GET", "/v1/templates/taken", admin); r.status != http.StatusNotFound {
+			t.Errorf("w1 has template taken after HQ refused it: %d %s", r.status, r.body)
+		}
+		// Through HQ it shows where it is missing.
+		if got, err := hq.Template(ctx, "taken"); err != nil || !strings.Contains(got.Reason, "not on worker w1") {
+			t.Errorf("template taken through HQ = %+v, %v; want it said missing on w1", got, err)
+		}
+		// Deleted everywhere, once its sandboxes are gone.
+		if err := hq.DeleteTemplate(ctx, "tools"); errcode.ReasonOf(err) != "template_in_use" {
+			t.Errorf("DeleteTemplate in use through HQ = %v, want template_in_use", err)
+		}
+		for _, id := range made {
+			if err := hq.DeleteSandbox(ctx, id); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, name := range []string{"tools", "taken"} {
+			if err := hq.DeleteTemplate(ctx, name); err != nil {
+				t.Errorf("DeleteTemplate(%s) through HQ: %v", name, err)
+			}
+			if _, err := hq.Template(ctx, name); errcode.ReasonOf(err) != "template_not_found" {
+				t.Errorf("template %s after its delete through HQ: %v", name, err)
+			}
 		}
 	})
 

@@ -27,7 +27,9 @@ import (
 // a worker first, and lists gather every worker's. Keys, tenants, the audit
 // log and the workers themselves are HQ's own. A worker (Config.Worker)
 // serves its routes as one daemon does, to HQ only: its requests carry
-// HQ's assertion instead of a key (internal/cluster).
+// HQ's assertion instead of a key (internal/cluster). Sandbox jobs are
+// HQ's own (its job service queues them for the workers); templates are
+// made on every worker (cluster_templates.go).
 
 // clusterKinds are the owner kinds whose routes HQ forwards to the owner.
 var clusterKinds = map[ownerKind]string{
@@ -37,22 +39,11 @@ var clusterKinds = map[ownerKind]string{
 	ownsRecording:  cluster.KindRecording,
 }
 
-// clusterUnsupported are the route prefixes an HQ does not serve yet, with
-// why. Sandbox jobs' routes (jobs, files, actions, convert, Gotenberg's)
-// are HQ's own: its job service queues them for the workers.
-var clusterUnsupported = []struct{ prefix, what string }{
-	{"/v1/templates", "templates live on each worker and are not served through HQ yet (docs/operations.md says how to build one on a worker)"},
-}
-
 // clustered is the handler HQ serves for pattern in place of next.
 func (s *Server) clustered(pattern string, next http.Handler) http.Handler {
 	method, path, _ := cutSpace(pattern)
-	for _, u := range clusterUnsupported {
-		if strings.HasPrefix(path, u.prefix) {
-			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				s.fail(w, r, errcode.ClusterUnsupported.New("this is a cluster's HQ, where %s", u.what))
-			})
-		}
+	if strings.HasPrefix(path, "/v1/templates") {
+		return s.hqTemplates(pattern)
 	}
 	if strings.HasPrefix(path, "/live/{token}") {
 		return http.HandlerFunc(s.forwardLive)
