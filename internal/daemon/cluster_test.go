@@ -1,6 +1,7 @@
 package daemon_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -581,6 +583,26 @@ func TestCluster(t *testing.T) {
 		if got, err := hq.Template(ctx, "taken"); err != nil || !strings.Contains(got.Reason, "not on worker w1") {
 			t.Errorf("template taken through HQ = %+v, %v; want it said missing on w1", got, err)
 		}
+		// An import is spooled on HQ once and sent to every worker; a
+		// broken archive is refused and leaves nothing anywhere.
+		archive := ociLayout(t, []map[string]string{{"etc/": "", "etc/motd": "from the image\n"}}, nil)
+		if tpl, err := hq.ImportTemplate(ctx, "imported", "", bytes.NewReader(archive)); err != nil || tpl.State != apitype.TemplateReady {
+			t.Errorf("ImportTemplate through HQ = %+v, %v", tpl, err)
+		}
+		if _, err := hq.ImportTemplate(ctx, "corrupt", "", bytes.NewReader(archive[:len(archive)/2])); err == nil {
+			t.Error("importing a truncated archive through HQ succeeded")
+		}
+		for wid := range c.Workers {
+			if r := c.direct(wid, "GET", "/v1/templates/imported", admin); r.status != http.StatusOK {
+				t.Errorf("imported template on %s = %d %s", wid, r.status, r.body)
+			}
+			if r := c.direct(wid, "GET", "/v1/templates/corrupt", admin); r.status != http.StatusNotFound {
+				t.Errorf("a refused import on %s = %d %s, want 404", wid, r.status, r.body)
+			}
+		}
+		if spools, _ := filepath.Glob(filepath.Join(c.HQ.DataDir, "templates", "import-*")); len(spools) != 0 {
+			t.Errorf("HQ kept its import spools: %v", spools)
+		}
 		// Deleted everywhere, once its sandboxes are gone.
 		if err := hq.DeleteTemplate(ctx, "tools"); errcode.ReasonOf(err) != "template_in_use" {
 			t.Errorf("DeleteTemplate in use through HQ = %v, want template_in_use", err)
@@ -590,7 +612,7 @@ func TestCluster(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		for _, name := range []string{"tools", "taken"} {
+		for _, name := range []string{"tools", "taken", "imported"} {
 			if err := hq.DeleteTemplate(ctx, name); err != nil {
 				t.Errorf("DeleteTemplate(%s) through HQ: %v", name, err)
 			}

@@ -3,14 +3,12 @@ package httpapi
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"maps"
 	"net/http"
 	"net/url"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -19,7 +17,6 @@ import (
 	"github.com/berthdev/berth/internal/apitype"
 	"github.com/berthdev/berth/internal/cluster"
 	"github.com/berthdev/berth/internal/errcode"
-	"github.com/berthdev/berth/internal/ident"
 	"github.com/berthdev/berth/internal/wire"
 )
 
@@ -59,13 +56,18 @@ func (s *Server) hqTemplates(pattern string) http.Handler {
 	})
 }
 
-// templateWorkers are the workers that may hold caller's sandboxes: every
-// worker but those dedicated to another tenant. For a change (every), each
-// must be reachable; for a read, those that are not are returned apart.
-func (s *Server) templateWorkers(r *http.Request, caller cluster.Caller, every bool) (reach []cluster.WorkerStatus, missing []string, _ error) {
+// templateWorkers are the caller of r and the workers that may hold its
+// sandboxes: every worker but those dedicated to another tenant. For a
+// change (every), each must be reachable; for a read, those that are not
+// are returned apart.
+func (s *Server) templateWorkers(r *http.Request, every bool) (caller cluster.Caller, reach []cluster.WorkerStatus, missing []string, _ error) {
+	caller, err := s.caller(r)
+	if err != nil {
+		return caller, nil, nil, err
+	}
 	all, err := s.cfg.Cluster.Statuses(r.Context())
 	if err != nil {
-		return nil, nil, err
+		return caller, nil, nil, err
 	}
 	for _, ws := range all {
 		if caller.TenantName != "" && ws.Tenant != "" && ws.Tenant != caller.TenantName {
@@ -73,7 +75,7 @@ func (s *Server) templateWorkers(r *http.Request, caller cluster.Caller, every b
 		}
 		if !ws.Reachable() {
 			if every {
-				return nil, nil, errcode.OwnerUnavailable.New("a template is made on every worker, and worker %s is %s: %s; try again when it is back (berth workers ls)",
+				return caller, nil, nil, errcode.OwnerUnavailable.New("a template is made on every worker, and worker %s is %s: %s; try again when it is back (berth workers ls)",
 					ws.ID, ws.Status, ws.Reason)
 			}
 			if ws.Status != cluster.StatusUnknown {
@@ -84,9 +86,9 @@ func (s *Server) templateWorkers(r *http.Request, caller cluster.Caller, every b
 		reach = append(reach, ws)
 	}
 	if len(reach) == 0 && every {
-		return nil, nil, errcode.NoWorkerAvailable.New("no worker takes this tenant's sandboxes; see berth workers ls")
+		return caller, nil, nil, errcode.NoWorkerAvailable.New("no worker takes this tenant's sandboxes; see berth workers ls")
 	}
-	return reach, missing, nil
+	return caller, reach, missing, nil
 }
 
 // perWorker runs fn for each worker at once and returns the errors by
@@ -140,12 +142,7 @@ func absentFrom(t *apitype.Template, workers []string) {
 }
 
 func (s *Server) hqListTemplates(w http.ResponseWriter, r *http.Request) {
-	caller, err := s.caller(r)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	ws, missing, err := s.templateWorkers(r, caller, false)
+	caller, ws, missing, err := s.templateWorkers(r, false)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -199,11 +196,7 @@ func (s *Server) hqListTemplates(w http.ResponseWriter, r *http.Request) {
 // hqTemplate is template name as the workers have it, and the worker of
 // its least advanced copy (whose build log tells why).
 func (s *Server) hqTemplate(r *http.Request, name string) (apitype.Template, cluster.WorkerConfig, error) {
-	caller, err := s.caller(r)
-	if err != nil {
-		return apitype.Template{}, cluster.WorkerConfig{}, err
-	}
-	ws, _, err := s.templateWorkers(r, caller, false)
+	caller, ws, _, err := s.templateWorkers(r, false)
 	if err != nil {
 		return apitype.Template{}, cluster.WorkerConfig{}, err
 	}
@@ -357,12 +350,7 @@ func (s *Server) hqBuildTemplate(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	caller, err := s.caller(r)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	ws, _, err := s.templateWorkers(r, caller, true)
+	caller, ws, _, err := s.templateWorkers(r, true)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -380,50 +368,17 @@ func (s *Server) hqBuildTemplate(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) hqImportTemplate(w http.ResponseWriter, r *http.Request) {
-	caller, err := s.caller(r)
+	caller, ws, _, err := s.templateWorkers(r, true)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	ws, _, err := s.templateWorkers(r, caller, true)
+	spool, err := s.spoolImport(w, r)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	limit := s.cfg.MaxImport
-	if limit <= 0 {
-		limit = DefaultMaxImport
-	}
-	if r.ContentLength > limit {
-		s.fail(w, r, errcode.ImageTooLarge.New("the image archive is %d bytes, more than the limit of %d", r.ContentLength, limit))
-		return
-	}
-	// Spooled once, sent to each worker from the file.
-	dir := filepath.Join(s.cfg.DataDir, "templates")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	spool := filepath.Join(dir, "import-"+ident.New("")+".tar")
 	defer os.Remove(spool)
-	f, err := os.OpenFile(spool, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	_, err = io.Copy(f, http.MaxBytesReader(w, r.Body, limit))
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	var tooBig *http.MaxBytesError
-	if errors.As(err, &tooBig) {
-		s.fail(w, r, errcode.ImageTooLarge.New("the image archive is larger than the limit of %d bytes", limit))
-		return
-	}
-	if err != nil {
-		s.fail(w, r, errcode.Wrap(errcode.Invalid, err, "reading the image archive"))
-		return
-	}
 	name := r.URL.Query().Get("name")
 	t, err := s.broadcast(r, caller, ws, name, func() (cluster.Call, error) {
 		f, err := os.Open(spool)
@@ -442,12 +397,7 @@ func (s *Server) hqImportTemplate(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) hqDeleteTemplate(w http.ResponseWriter, r *http.Request) {
-	caller, err := s.caller(r)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	ws, _, err := s.templateWorkers(r, caller, true)
+	caller, ws, _, err := s.templateWorkers(r, true)
 	if err != nil {
 		s.fail(w, r, err)
 		return

@@ -95,39 +95,12 @@ func (s *Server) handleImportTemplate() http.Handler {
 			s.fail(w, r, err)
 			return
 		}
-		limit := s.cfg.MaxImport
-		if limit <= 0 {
-			limit = DefaultMaxImport
-		}
-		if r.ContentLength > limit {
-			s.fail(w, r, errcode.ImageTooLarge.New("the image archive is %d bytes, more than the limit of %d", r.ContentLength, limit))
-			return
-		}
-		dir := filepath.Join(s.cfg.DataDir, "templates")
-		if err := os.MkdirAll(dir, 0o700); err != nil {
+		spool, err := s.spoolImport(w, r)
+		if err != nil {
 			s.fail(w, r, err)
 			return
 		}
-		spool := filepath.Join(dir, "import-"+ident.New("")+".tar")
 		defer os.Remove(spool)
-		f, err := os.OpenFile(spool, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-		if err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		_, err = io.Copy(f, http.MaxBytesReader(w, r.Body, limit))
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			s.fail(w, r, errcode.ImageTooLarge.New("the image archive is larger than the limit of %d bytes", limit))
-			return
-		}
-		if err != nil {
-			s.fail(w, r, errcode.Wrap(errcode.Invalid, err, "reading the image archive"))
-			return
-		}
 		t, err := s.cfg.Sandboxes.ImportTemplate(r.Context(), q.Get("name"), spool, q.Get("ref"))
 		if err != nil {
 			s.fail(w, r, err)
@@ -136,6 +109,44 @@ func (s *Server) handleImportTemplate() http.Handler {
 		w.Header().Set("Location", "/v1/templates/"+t.Name)
 		wire.Encode(w, http.StatusCreated, sandbox.TemplateInfo(t))
 	})
+}
+
+// spoolImport writes an import's image archive (the body, at most
+// MaxImport) to a new file under the data directory and returns its path;
+// nothing is left behind when it fails.
+func (s *Server) spoolImport(w http.ResponseWriter, r *http.Request) (string, error) {
+	limit := s.cfg.MaxImport
+	if limit <= 0 {
+		limit = DefaultMaxImport
+	}
+	if r.ContentLength > limit {
+		return "", errcode.ImageTooLarge.New("the image archive is %d bytes, more than the limit of %d", r.ContentLength, limit)
+	}
+	dir := filepath.Join(s.cfg.DataDir, "templates")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", err
+	}
+	spool := filepath.Join(dir, "import-"+ident.New("")+".tar")
+	f, err := os.OpenFile(spool, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return "", err
+	}
+	_, err = io.Copy(f, http.MaxBytesReader(w, r.Body, limit))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		err = errcode.ImageTooLarge.New("the image archive is larger than the limit of %d bytes", limit)
+	case err != nil:
+		err = errcode.Wrap(errcode.Invalid, err, "reading the image archive")
+	}
+	if err != nil {
+		_ = os.Remove(spool)
+		return "", err
+	}
+	return spool, nil
 }
 
 func (s *Server) handleDeleteTemplate() http.Handler {
