@@ -92,4 +92,11 @@ type Store interface {
 	CountPlacements(ctx context.Context, kind string) (map[string]int, error)
 	// TenantPlacements counts a tenant's placements per kind.
 	TenantPlacements(ctx context.Context, tenant string) (map[string]int, error)
+
+	// ForgetLost deletes p's placement and keeps p to delete on its worker
+	// when it answers again; LostDeletes lists those, and DoneLostDelete
+	// drops one the worker deleted.
+	ForgetLost(ctx context.Context, p *Placement) error
+	LostDeletes(ctx context.Context) ([]*Placement, error)
+	DoneLostDelete(ctx context.Context, kind, id string) error
 }

@@ -4,15 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/berthdev/berth/internal/auth"
 	"github.com/berthdev/berth/internal/browser"
 	"github.com/berthdev/berth/internal/cluster"
 	"github.com/berthdev/berth/internal/errcode"
@@ -93,7 +96,24 @@ func runHQ(ctx context.Context, cfg Config, dataDir string, log *slog.Logger) er
 				name = ""
 			}
 			return name, err
-		}},
+		},
+			ReadWorkspace: func(ctx context.Context, who jobs.Principal, sandbox, path string) (io.ReadCloser, error) {
+				ws, err := hq.SandboxWorker(ctx, who.Tenant, who.Admin, sandbox, "")
+				if err != nil {
+					return nil, err
+				}
+				caller, err := jobCaller(ctx, db, who)
+				if err != nil {
+					return nil, err
+				}
+				return hq.Open(ctx, ws.WorkerConfig, caller, cluster.Call{Method: http.MethodGet,
+					URI: "/v1/sandboxes/" + url.PathEscape(sandbox) + "/files/content?" + url.Values{"path": {path}}.Encode()})
+			},
+			SandboxWorker: func(ctx context.Context, who jobs.Principal, sandbox, action string) (string, error) {
+				ws, err := hq.SandboxWorker(ctx, who.Tenant, who.Admin, sandbox, action)
+				return ws.ID, err
+			},
+		},
 	}, db, nil, nil)
 	if err != nil {
 		return err
@@ -110,17 +130,31 @@ func runHQ(ctx context.Context, cfg Config, dataDir string, log *slog.Logger) er
 	defer stop()
 	go keys.PollRevocations(revocations, log)
 	go sweepIdempotency(revocations, db, log)
-	go rescueJobs(revocations, hq, jobSvc, log)
+	go maintain(revocations, hq, jobSvc, log)
 	jobsPart := part{name: "jobs", start: jobSvc.Start, stop: jobSvc.Stop, stopTimeout: 30 * time.Second}
 	return serveAPI(ctx, cfg, dataDir, api, log, jobsPart)
 }
 
-// rescueJobs runs the job service's Rescue every RescueEvery: the attempts
-// of workers whose lease ran out are queued again for another. Leases are
-// judged only once the database has answered HQ for a lease's length:
-// after an outage every worker's lease looks run out until its next
-// heartbeat.
-func rescueJobs(ctx context.Context, hq *cluster.HQ, svc *jobs.Service, log *slog.Logger) {
+// jobCaller is who, a job's submitter, as HQ's caller on a worker: an
+// admin, or its tenant's key with the execution scope a submit needs.
+func jobCaller(ctx context.Context, db *store.DB, who jobs.Principal) (cluster.Caller, error) {
+	if who.Admin {
+		return cluster.Caller{Principal: auth.Principal{KeyID: who.User, Scope: auth.ScopeAdmin}}, nil
+	}
+	t, err := db.GetTenant(ctx, who.Tenant)
+	if err != nil {
+		return cluster.Caller{}, err
+	}
+	return cluster.Caller{Principal: auth.Principal{KeyID: who.User, Scope: auth.ScopeExecution, Tenant: who.Tenant}, TenantName: t.Name}, nil
+}
+
+// maintain is HQ's housekeeping, every RescueEvery: the job service's
+// Rescue (the attempts of workers whose lease ran out are queued again for
+// another), and the deletes of resources forgotten while their worker was
+// lost, on those that answer again. Leases are judged only once the
+// database has answered HQ for a lease's length: after an outage every
+// worker's lease looks run out until its next heartbeat.
+func maintain(ctx context.Context, hq *cluster.HQ, svc *jobs.Service, log *slog.Logger) {
 	var answering time.Time
 	t := time.NewTicker(RescueEvery)
 	defer t.Stop()
@@ -147,6 +181,9 @@ func rescueJobs(ctx context.Context, hq *cluster.HQ, svc *jobs.Service, log *slo
 		}
 		if err := svc.Rescue(ctx, func(w string) bool { return reachable[w] }, QueuedGrace); err != nil {
 			log.Warn("rescuing jobs", "err", err)
+		}
+		if err := hq.FinishLostDeletes(ctx); err != nil {
+			log.Warn("deleting what was deleted while its worker was lost", "err", err)
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -115,10 +116,49 @@ func TestClusterJobs(t *testing.T) {
 	})
 
 	t.Run("workspace", func(t *testing.T) {
-		_, err := hq.CreateJob(ctx, apitype.CreateJobRequest{Action: "html-pdf",
-			Inputs: map[string]apitype.JobInput{"index.html": {Sandbox: "sbx_x", Path: "index.html"}}})
-		if errcode.ReasonOf(err) != "cluster_unsupported" {
-			t.Errorf("a job reading a workspace through HQ = %v, want cluster_unsupported", err)
+		// A job reads its input from a sandbox's workspace and writes its
+		// output into it: it runs on the sandbox's worker.
+		sb, err := hq.CreateSandbox(ctx, apitype.CreateSandboxRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer hq.DeleteSandbox(ctx, sb.ID)
+		if _, err := hq.WriteFile(ctx, sb.ID, "in/page.html", strings.NewReader(`<h1>From the workspace</h1>`), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		j := runJob(t, hq, apitype.CreateJobRequest{Action: "html-pdf",
+			Inputs: map[string]apitype.JobInput{"index.html": {Sandbox: sb.ID, Path: "in/page.html"}},
+			Output: &apitype.WorkspaceRef{Sandbox: sb.ID, Path: "out/"}})
+		owner := (&testCluster{Cluster: c, t: t}).owner(sb.ID)
+		if j.State != apitype.JobSucceeded || j.Worker != owner || len(j.Outputs) != 1 || j.Outputs[0].Workspace == nil {
+			t.Fatalf("a job from and into %s's workspace on %s = %s on %q, outputs %+v, error %+v", sb.ID, owner, j.State, j.Worker, j.Outputs, j.Error)
+		}
+		rc, err := hq.ReadFile(ctx, sb.ID, j.Outputs[0].Workspace.Path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(rc)
+		rc.Close()
+		p := dir + "/ws.pdf"
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if text := pdfText(t, p); !strings.Contains(text, "From the workspace") {
+			t.Errorf("the PDF written into the workspace reads %q", text)
+		}
+		// Another tenant's sandbox is one that does not exist, for input
+		// and output alike; a path out of the workspace is refused.
+		for name, req := range map[string]apitype.CreateJobRequest{
+			"input":  {Action: "html-pdf", Inputs: map[string]apitype.JobInput{"index.html": {Sandbox: sb.ID, Path: "in/page.html"}}},
+			"output": {Action: "html-pdf", Inputs: threePages(), Output: &apitype.WorkspaceRef{Sandbox: sb.ID, Path: "out/"}},
+		} {
+			if _, err := acme.CreateJob(ctx, req); errcode.ReasonOf(err) != "sandbox_not_found" {
+				t.Errorf("acme's job with the admin's sandbox as %s = %v, want sandbox_not_found", name, err)
+			}
+		}
+		if _, err := hq.CreateJob(ctx, apitype.CreateJobRequest{Action: "html-pdf",
+			Inputs: map[string]apitype.JobInput{"index.html": {Sandbox: sb.ID, Path: "../etc/passwd"}}}); !client.IsCode(err, errcode.Invalid) {
+			t.Errorf("a job reading ../etc/passwd = %v, want invalid", err)
 		}
 	})
 

@@ -194,7 +194,13 @@ func (s *Server) deleteLost(w http.ResponseWriter, r *http.Request, kind, id str
 		},
 		Fail: func(w http.ResponseWriter, r *http.Request, err error) {
 			if errcode.ReasonOf(err) == errcode.OwnerUnavailable.String() {
-				forget(w, r) // it did not answer: lost indeed
+				// It did not answer: lost indeed. Forgotten here, and
+				// deleted there if it ever answers again.
+				if err := hq.ForgetLost(context.WithoutCancel(r.Context()), kind, id); err != nil {
+					s.fail(w, r, err)
+					return
+				}
+				w.WriteHeader(http.StatusNoContent)
 				return
 			}
 			s.fail(w, r, err)

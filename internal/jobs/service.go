@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
 	"os"
@@ -116,6 +117,13 @@ type Cluster struct {
 	// Draining (a worker) reports whether HQ drains it: it starts no new
 	// attempt then, and another worker takes the job.
 	Draining func(ctx context.Context) bool
+	// ReadWorkspace (HQ) opens a file of sandbox's workspace for who, on
+	// the sandbox's worker, which checks the tenant and the path as every
+	// file call; SandboxWorker (HQ) is the worker that owns sandbox, if who
+	// may use it and it would run action (name@version) now: a job writing
+	// into a workspace runs on the sandbox's worker.
+	ReadWorkspace func(ctx context.Context, who Principal, sandbox, path string) (io.ReadCloser, error)
+	SandboxWorker func(ctx context.Context, who Principal, sandbox, action string) (string, error)
 }
 
 // Queue is the River queue of a cluster's jobs of profile: one per
@@ -128,6 +136,13 @@ func Queue(profile, tenantName string) string {
 	}
 	sum := sha256.Sum256([]byte(tenantName))
 	return "jobs_" + profile + "_t" + hex.EncodeToString(sum[:6])
+}
+
+// WorkerQueue is the River queue of a cluster's jobs of profile that must
+// run on worker: they write into a workspace there.
+func WorkerQueue(profile, worker string) string {
+	sum := sha256.Sum256([]byte(worker))
+	return "jobs_" + profile + "_w" + hex.EncodeToString(sum[:6])
 }
 
 // hq reports whether the service is a cluster's HQ: it runs no job.
@@ -326,6 +341,7 @@ func (s *Service) queues() map[string]river.QueueConfig {
 			continue
 		}
 		out[Queue(p, s.cfg.Cluster.Tenant)] = qc
+		out[WorkerQueue(p, s.cfg.Cluster.Worker)] = qc
 	}
 	s.consuming = len(out) > 0
 	return out
@@ -788,13 +804,16 @@ func (s *Service) Submit(ctx context.Context, who Principal, req apitype.CreateJ
 	if len(problems) > 0 {
 		return nil, false, errcode.InvalidFields(problems)
 	}
-	if s.hq() && (req.Output != nil || slices.ContainsFunc(slices.Collect(maps.Values(req.Inputs)), func(in apitype.JobInput) bool { return in.Sandbox != "" })) {
-		return nil, false, errcode.ClusterUnsupported.New("a cluster's HQ does not yet read a job's inputs from a sandbox's workspace or write its outputs into one: " +
-			"upload the inputs (content_base64 or sha256) and download the outputs (GET /v1/files/{sha256})")
-	}
 	// The workspaces named must be the principal's (another tenant's
-	// sandbox is one that does not exist), before anything is stored.
-	if req.Output != nil {
+	// sandbox is one that does not exist), before anything is stored. On
+	// a cluster's HQ, a job writing into one runs on its worker.
+	if req.Output != nil && s.hq() {
+		worker, err := s.cfg.Cluster.SandboxWorker(ctx, who, req.Output.Sandbox, a.spec.Name+"@"+a.spec.Version)
+		if err != nil {
+			return nil, false, err
+		}
+		queue = WorkerQueue(a.spec.Profile, worker)
+	} else if req.Output != nil {
 		if err := s.workspaceSandbox(ctx, who, req.Output.Sandbox); err != nil {
 			return nil, false, err
 		}

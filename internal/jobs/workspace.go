@@ -3,6 +3,7 @@ package jobs
 import (
 	"context"
 	"fmt"
+	"io"
 	"path"
 	"strings"
 
@@ -75,15 +76,20 @@ func (s *Service) workspaceSandbox(ctx context.Context, who Principal, id string
 
 // readWorkspace stores the input name from a sandbox's workspace.
 func (s *Service) readWorkspace(ctx context.Context, who Principal, name string, in apitype.JobInput) (apitype.FileRef, error) {
-	if err := s.workspaceSandbox(ctx, who, in.Sandbox); err != nil {
-		return apitype.FileRef{}, err
-	}
 	clean, _ := agent.CleanPath(in.Path) // checked
-	c, err := s.mgr.Agent(ctx, in.Sandbox)
-	if err != nil {
+	var body io.ReadCloser
+	var err error
+	if s.hq() {
+		body, err = s.cfg.Cluster.ReadWorkspace(ctx, who, in.Sandbox, clean)
+	} else if err = s.workspaceSandbox(ctx, who, in.Sandbox); err == nil {
+		var c *agent.Client
+		if c, err = s.mgr.Agent(ctx, in.Sandbox); err == nil {
+			body, err = c.ReadFile(ctx, clean)
+		}
+	}
+	if errcode.Has(err, errcode.SandboxNotFound) {
 		return apitype.FileRef{}, err
 	}
-	body, err := c.ReadFile(ctx, clean)
 	if err != nil {
 		return apitype.FileRef{}, prefixed(err, "input %s (sandbox %s, %s)", name, in.Sandbox, in.Path)
 	}

@@ -127,3 +127,43 @@ func (db *DB) countBy(ctx context.Context, query string, args ...any) (map[strin
 	}
 	return out, rows.Err()
 }
+
+// ForgetLost forgets p's owner and keeps it to delete on the worker when
+// it answers again, in one transaction.
+func (db *DB) ForgetLost(ctx context.Context, p *cluster.Placement) error {
+	return db.tx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM placements WHERE kind = $1 AND id = $2`, p.Kind, p.ID); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO lost_deletes (kind, id, worker_id, tenant_id, created_at)
+			VALUES ($1, $2, $3, $4, $5) ON CONFLICT (kind, id) DO NOTHING`, p.Kind, p.ID, p.Worker, p.Tenant, now())
+		return err
+	})
+}
+
+// LostDeletes lists the resources forgotten while their worker was lost,
+// oldest first.
+func (db *DB) LostDeletes(ctx context.Context) ([]*cluster.Placement, error) {
+	rows, err := db.db.QueryContext(ctx, `SELECT kind, id, worker_id, tenant_id, created_at FROM lost_deletes ORDER BY created_at, kind, id`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*cluster.Placement
+	for rows.Next() {
+		var p cluster.Placement
+		var created string
+		if err := rows.Scan(&p.Kind, &p.ID, &p.Worker, &p.Tenant, &created); err != nil {
+			return nil, err
+		}
+		p.CreatedAt = parseTime(created)
+		out = append(out, &p)
+	}
+	return out, rows.Err()
+}
+
+// DoneLostDelete drops a forgotten resource's row: its worker deleted it.
+func (db *DB) DoneLostDelete(ctx context.Context, kind, id string) error {
+	_, err := db.w.ExecContext(ctx, `DELETE FROM lost_deletes WHERE kind = $1 AND id = $2`, kind, id)
+	return err
+}

@@ -81,5 +81,23 @@ func TestClusterStore(t *testing.T) {
 		if _, err := db.GetPlacement(ctx, cluster.KindBrowser, "sb_1"); err != nil {
 			t.Errorf("the browser session of the same ID: %v", err)
 		}
+		// Forgotten while its worker was lost: the placement goes, the
+		// delete to do stays until the worker has done it.
+		browser := &cluster.Placement{Kind: cluster.KindBrowser, ID: "sb_1", Worker: "w2", Tenant: "ten_a"}
+		if err := db.ForgetLost(ctx, browser); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.GetPlacement(ctx, cluster.KindBrowser, "sb_1"); errcode.ReasonOf(err) != "session_not_found" {
+			t.Errorf("a placement forgotten while lost = %v, want session_not_found", err)
+		}
+		if l, err := db.LostDeletes(ctx); err != nil || len(l) != 1 || l[0].ID != "sb_1" || l[0].Worker != "w2" || l[0].Kind != cluster.KindBrowser {
+			t.Errorf("LostDeletes = %+v, %v; want the browser session on w2", l, err)
+		}
+		if err := db.DoneLostDelete(ctx, cluster.KindBrowser, "sb_1"); err != nil {
+			t.Fatal(err)
+		}
+		if l, err := db.LostDeletes(ctx); err != nil || len(l) != 0 {
+			t.Errorf("LostDeletes after it was done = %+v, %v", l, err)
+		}
 	})
 }

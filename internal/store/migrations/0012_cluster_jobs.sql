@@ -16,3 +16,16 @@ CREATE TABLE blob_chunks (
     data   BLOB NOT NULL,
     PRIMARY KEY (sha256, seq)
 );
+
+-- lost_deletes: resources deleted through HQ while their worker was lost
+-- (HQ forgot them without the worker's word). When the worker answers
+-- again, HQ deletes each there and drops its row: nothing forgotten stays
+-- behind on a worker that comes back.
+CREATE TABLE lost_deletes (
+    kind       TEXT NOT NULL,
+    id         TEXT NOT NULL,
+    worker_id  TEXT NOT NULL,
+    tenant_id  TEXT NOT NULL DEFAULT '',
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (kind, id)
+);
