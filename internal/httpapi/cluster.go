@@ -577,6 +577,9 @@ func (s *Server) hqSystem(w http.ResponseWriter, r *http.Request) {
 		}
 		out.Counts.Sandboxes, out.Browser.Sessions = l.Sandboxes, l.BrowserSessions
 	}
+	if s.cfg.Jobs != nil {
+		out.Jobs = s.cfg.Jobs.Info(r.Context()) // the cluster's active jobs; pools are the workers'
+	}
 	wire.Encode(w, http.StatusOK, out)
 }
 

@@ -1207,7 +1207,7 @@ func (s *Service) Info(ctx context.Context) apitype.JobsInfo {
 	}
 	if s.mgr == nil {
 		// A cluster's HQ: the pools and sandboxes are the workers'.
-		out.Pools = nil
+		out.Pools = []apitype.JobPoolInfo{}
 	} else if all, err := s.mgr.Internal(ctx, "job-"); err == nil {
 		out.Sandboxes = len(all)
 	}
