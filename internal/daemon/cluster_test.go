@@ -403,6 +403,34 @@ func TestCluster(t *testing.T) {
 		}
 	})
 
+	t.Run("mcp", func(t *testing.T) {
+		// HQ's MCP endpoint: the tools' calls take HQ's routes, so a
+		// sandbox an agent opens is placed on a worker and reached there.
+		cs := mcpHTTP(t, c.HQ, c.HQ.Token, "agent")
+		open := structured[struct {
+			ID      string `json:"id"`
+			Created bool   `json:"created"`
+		}](t, callTool(t, cs, "sandbox_open", map[string]any{"name": "mcp-hq"}))
+		if !open.Created || !strings.HasPrefix(open.ID, "sbx_") {
+			t.Fatalf("sandbox_open through HQ = %+v", open)
+		}
+		if w := c.owner(open.ID); w == "w3" {
+			t.Errorf("the admin's MCP sandbox is on acme's w3")
+		}
+		if text := resultText(callTool(t, cs, "sandbox_exec", map[string]any{"sandbox": open.ID, "command": "echo from the agent"})); !strings.Contains(text, "from the agent") {
+			t.Errorf("sandbox_exec through HQ = %q", text)
+		}
+		again := structured[struct {
+			ID string `json:"id"`
+		}](t, callTool(t, cs, "sandbox_open", map[string]any{"name": "mcp-hq"}))
+		if again.ID != open.ID {
+			t.Errorf("sandbox_open again through HQ = %s, want %s (found by its label across the workers)", again.ID, open.ID)
+		}
+		if err := hq.DeleteSandbox(ctx, open.ID); err != nil {
+			t.Errorf("delete the MCP sandbox: %v", err)
+		}
+	})
+
 	t.Run("dashboard", func(t *testing.T) {
 		// HQ's dashboard calls HQ's routes, so its pages show what the
 		// workers hold.
