@@ -607,6 +607,14 @@ func TestCluster(t *testing.T) {
 		if r := c.direct("w1", "GET", "/v1/templates/taken", admin); r.status != http.StatusNotFound {
 			t.Errorf("w1 has template taken after HQ refused it: %d %s", r.status, r.body)
 		}
+		// A build one worker refuses (its base is on w2 only) is undone
+		// where it was taken, once that build ends.
+		if _, err := hq.BuildTemplate(ctx, apitype.BuildTemplateRequest{Name: "child", From: "taken", Steps: steps}); errcode.ReasonOf(err) != "template_not_found" {
+			t.Errorf("BuildTemplate through HQ from a base only w2 has = %v, want template_not_found", err)
+		}
+		testenv.Eventually(t, 2*time.Minute, "the refused build undone on w2", func() bool {
+			return c.direct("w2", "GET", "/v1/templates/child", admin).status == http.StatusNotFound
+		})
 		// Through HQ it shows where it is missing.
 		if got, err := hq.Template(ctx, "taken"); err != nil || !strings.Contains(got.Reason, "not on worker w1") {
 			t.Errorf("template taken through HQ = %+v, %v; want it said missing on w1", got, err)
