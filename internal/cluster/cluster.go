@@ -40,6 +40,18 @@ type Capabilities struct {
 	// Actions are the sandbox job actions it would run now, as
 	// name@version.
 	Actions []string `json:"actions,omitempty"`
+	// Templates are the ready templates sandboxes can start from there
+	// (base aside), as TemplateKey makes them.
+	Templates []string `json:"templates,omitempty"`
+}
+
+// TemplateKey names template name of tenant (its ID; "" for a shared
+// template) in a worker's capabilities.
+func TemplateKey(tenant, name string) string {
+	if tenant == "" {
+		return name
+	}
+	return tenant + "/" + name
 }
 
 // Load is what a worker runs now.

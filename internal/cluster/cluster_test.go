@@ -111,7 +111,7 @@ func TestPlace(t *testing.T) {
 		t.Fatal(err)
 	}
 	place := func(tenant, runtime, station string) (string, error) {
-		w, err := hq.Place(ctx, cluster.KindSandbox, tenant, runtime, station)
+		w, err := hq.Place(ctx, cluster.Want{Kind: cluster.KindSandbox, TenantName: tenant, Runtime: runtime, Station: station})
 		return w.ID, err
 	}
 	if id, err := place("default", "", ""); id != "w1" || err != nil {
@@ -150,5 +150,67 @@ func TestPlace(t *testing.T) {
 	}
 	if _, _, err := hq.Owner(ctx, cluster.KindSandbox, "sb_none"); errcode.ReasonOf(err) != "sandbox_not_found" {
 		t.Errorf("owner of an unknown sandbox = %v", err)
+	}
+}
+
+// TestPlaceTemplate: a sandbox from a template goes to a worker whose lease
+// lists it (a tenant's own or a shared one), every time; when none lists
+// it, to any worker, which answers for it.
+func TestPlaceTemplate(t *testing.T) {
+	ctx := context.Background()
+	db, err := store.Open(ctx, filepath.Join(t.TempDir(), "c.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var workers []cluster.WorkerConfig
+	for _, spec := range []string{"wa=http://127.0.0.1:1", "wb=http://127.0.0.1:2"} {
+		w, err := cluster.ParseWorker(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		workers = append(workers, w)
+	}
+	now := time.Now()
+	for id, tpls := range map[string][]string{"wa": {cluster.TemplateKey("ten_acme", "tools"), "shared"}, "wb": nil} {
+		if err := db.RenewLease(ctx, &cluster.Lease{ID: id, Incarnation: "inc_" + id, StartedAt: now, HeartbeatAt: now,
+			ExpiresAt: now.Add(time.Minute), Capabilities: cluster.Capabilities{Runtimes: []string{"container"}, MaxSandboxes: 10, Templates: tpls}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hq, err := cluster.NewHQ(cluster.HQConfig{Secret: []byte(cluster.NewSecret()), Workers: workers, Store: db})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hq.Close()
+	placed := func(tenantID, template string) map[string]int {
+		on := map[string]int{}
+		for range 20 {
+			w, err := hq.Place(ctx, cluster.Want{Kind: cluster.KindSandbox, TenantName: "acme", TenantID: tenantID, Template: template})
+			if err != nil {
+				t.Fatal(err)
+			}
+			on[w.ID]++
+		}
+		return on
+	}
+	for _, tt := range []struct {
+		tenant, template string
+		onlyWA           bool
+	}{
+		{"ten_acme", "tools", true},   // acme's own, on wa
+		{"ten_acme", "shared", true},  // a shared one, on wa
+		{"ten_other", "tools", false}, // not this tenant's: no worker lists it for them
+		{"ten_acme", "", false},       // no template: either
+		{"ten_acme", "base", false},
+		{"ten_acme", "missing", false}, // either, which answers template_not_found
+	} {
+		on := placed(tt.tenant, tt.template)
+		if tt.onlyWA && on["wa"] != 20 {
+			t.Errorf("%s's sandboxes from %q placed %v, want all on wa, which lists it", tt.tenant, tt.template, on)
+		}
+		if !tt.onlyWA && (on["wa"] == 0 || on["wb"] == 0) {
+			t.Errorf("%s's sandboxes from %q placed %v, want both workers used", tt.tenant, tt.template, on)
+		}
 	}
 }

@@ -281,16 +281,26 @@ func (h *HQ) status(w WorkerConfig, l *Lease) WorkerStatus {
 	return ws
 }
 
-// Place picks the worker for a new resource of kind for the tenant named
-// tenantName, whose sandbox runtime is runtime ("" for the worker's
-// default): a live worker with the capability and room, among the workers
-// dedicated to that tenant if it has any, else among those serving every
-// tenant; the least loaded.
-//
-// A non-empty station names the one worker to use (the Station method
-// API's owner): it is refused, not replaced, when it cannot take the
-// resource.
-func (h *HQ) Place(ctx context.Context, kind, tenantName, runtime, station string) (WorkerConfig, error) {
+// Want is what a new resource asks of its worker.
+type Want struct {
+	Kind string
+	// TenantName and TenantID are its tenant's.
+	TenantName, TenantID string
+	// Runtime is a sandbox's runtime ("" for the worker's default);
+	// Template the template it starts from ("" or base: any worker).
+	Runtime, Template string
+	// Station, when set, names the one worker to use (the Station method
+	// API's owner): it is refused, not replaced, when it cannot take the
+	// resource.
+	Station string
+}
+
+// Place picks the worker for a new resource: a live worker with the
+// capability (the runtime, the template, browsers) and room, among the
+// workers dedicated to its tenant if it has any, else among those serving
+// every tenant; the least loaded.
+func (h *HQ) Place(ctx context.Context, want Want) (WorkerConfig, error) {
+	kind, tenantName, runtime, station := want.Kind, want.TenantName, want.Runtime, want.Station
 	all, err := h.Statuses(ctx)
 	if err != nil {
 		return WorkerConfig{}, err
@@ -307,6 +317,7 @@ func (h *HQ) Place(ctx context.Context, kind, tenantName, runtime, station strin
 	type candidate struct {
 		w    WorkerConfig
 		load float64
+		has  bool // lists the template asked for
 	}
 	var cs []candidate
 	var why []string
@@ -345,7 +356,16 @@ func (h *HQ) Place(ctx context.Context, kind, tenantName, runtime, station strin
 		if capacity > 0 {
 			load = float64(n) / float64(capacity)
 		}
-		cs = append(cs, candidate{w: ws.WorkerConfig, load: load})
+		has := kind == KindSandbox && want.Template != "" && want.Template != "base" &&
+			(slices.Contains(c.Capabilities.Templates, TemplateKey(want.TenantID, want.Template)) ||
+				slices.Contains(c.Capabilities.Templates, TemplateKey("", want.Template)))
+		cs = append(cs, candidate{w: ws.WorkerConfig, load: load, has: has})
+	}
+	// A sandbox from a template goes to a worker that lists it, if one
+	// does. If none does (a lease not renewed since the template became
+	// ready, or no such template), any may take it and its worker says.
+	if withTemplate := slices.DeleteFunc(slices.Clone(cs), func(c candidate) bool { return !c.has }); len(withTemplate) > 0 {
+		cs = withTemplate
 	}
 	if len(cs) == 0 {
 		detail := "no worker is configured"

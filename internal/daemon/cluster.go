@@ -15,6 +15,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/berthdev/berth/internal/apitype"
 	"github.com/berthdev/berth/internal/auth"
 	"github.com/berthdev/berth/internal/browser"
 	"github.com/berthdev/berth/internal/cluster"
@@ -313,6 +314,13 @@ func (ws *workerSide) member(cc *ClusterConfig, cfg Config, mgr *sandbox.Manager
 				caps.Runtimes = append([]string{rt.Name()}, caps.Runtimes...)
 			} else {
 				caps.Runtimes = append(caps.Runtimes, rt.Name())
+			}
+		}
+		if tpls, err := mgr.Templates(ctx, sandbox.AnyTenant); err == nil {
+			for _, t := range tpls {
+				if t.State == apitype.TemplateReady && t.Name != sandbox.BaseTemplate {
+					caps.Templates = append(caps.Templates, cluster.TemplateKey(t.Tenant, t.Name))
+				}
 			}
 		}
 		for _, h := range jobSvc.Actions() {

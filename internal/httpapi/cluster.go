@@ -218,7 +218,8 @@ func (s *Server) placeAndForward(kind string) http.Handler {
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		var spec struct {
-			Runtime string `json:"runtime"`
+			Runtime  string `json:"runtime"`
+			Template string `json:"template"`
 		}
 		_ = json.Unmarshal(body, &spec) // the worker says what is wrong with a bad body
 		caller, err := s.caller(r)
@@ -238,7 +239,8 @@ func (s *Server) placeAndForward(kind string) http.Handler {
 			return
 		}
 		station, _ := r.Context().Value(stationKey).(string)
-		wc, err := hq.Place(r.Context(), kind, ownerName, spec.Runtime, station)
+		wc, err := hq.Place(r.Context(), cluster.Want{Kind: kind, TenantName: ownerName, TenantID: owner,
+			Runtime: spec.Runtime, Template: spec.Template, Station: station})
 		if err != nil {
 			s.fail(w, r, err)
 			return
