@@ -40,12 +40,16 @@ func (a *app) workersCommand() *cobra.Command {
 			}
 			now := time.Now()
 			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tSTATUS\tTENANT\tURL\tLEASE\tRUNTIMES\tBROWSER\tSANDBOXES\tSESSIONS")
+			fmt.Fprintln(tw, "ID\tSTATUS\tTENANT\tURL\tLEASE\tRUNTIMES\tBROWSER\tSANDBOXES\tSESSIONS\tACTIONS")
 			for _, w := range list.Workers {
 				cp := w.Capabilities
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", w.ID, w.Status, dashIfEmpty(w.Tenant), w.URL, leaseLine(w, now),
+				actions := "-"
+				if w.LeaseExpiresAt != nil {
+					actions = strconv.Itoa(len(cp.Actions)) // sandbox job actions it runs now (workers get shows them)
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", w.ID, w.Status, dashIfEmpty(w.Tenant), w.URL, leaseLine(w, now),
 					dashIfEmpty(strings.Join(cp.Runtimes, ",")), browserOf(w),
-					placedOf(w.Placed.Sandboxes, cp.MaxSandboxes), placedOf(w.Placed.BrowserSessions, cp.MaxBrowserSessions))
+					placedOf(w.Placed.Sandboxes, cp.MaxSandboxes), placedOf(w.Placed.BrowserSessions, cp.MaxBrowserSessions), actions)
 			}
 			return tw.Flush()
 		},

@@ -186,9 +186,9 @@ func TestWorkersHQ(t *testing.T) {
 
 	ls := admin.ok("workers", "ls").stdout
 	for _, re := range []string{
-		`(?m)^ID\s+STATUS\s+TENANT\s+URL\s+LEASE\s+RUNTIMES\s+BROWSER\s+SANDBOXES\s+SESSIONS$`,
-		fmt.Sprintf(`(?m)^w1\s+live\s+-\s+http://127\.0\.0\.1:%d\s+expires in \d+s\s+\S*%s\S*\s+(yes|no)\s+1/\d+\s+0/\d+$`, port, testenv.Runtime()),
-		`(?m)^w2\s+unknown\s+acme\s+http://127\.0\.0\.1:1\s+never held\s+-\s+-\s+0/-\s+0/-$`,
+		`(?m)^ID\s+STATUS\s+TENANT\s+URL\s+LEASE\s+RUNTIMES\s+BROWSER\s+SANDBOXES\s+SESSIONS\s+ACTIONS$`,
+		fmt.Sprintf(`(?m)^w1\s+live\s+-\s+http://127\.0\.0\.1:%d\s+expires in \d+s\s+\S*%s\S*\s+(yes|no)\s+1/\d+\s+0/\d+\s+\d+$`, port, testenv.Runtime()),
+		`(?m)^w2\s+unknown\s+acme\s+http://127\.0\.0\.1:1\s+never held\s+-\s+-\s+0/-\s+0/-\s+-$`,
 	} {
 		if !regexp.MustCompile(re).MatchString(ls) {
 			t.Errorf("workers ls =\n%s\nwant a line matching %s", ls, re)

@@ -37,6 +37,12 @@ type WorkerCapability struct {
 	MaxSandboxes       int      `json:"max_sandboxes"`
 	MaxBrowserSessions int      `json:"max_browser_sessions"`
 	Version            string   `json:"version,omitempty"`
+	// Actions are the sandbox job actions it would run now, as
+	// name@version.
+	Actions []string `json:"actions,omitempty"`
+	// Templates are its ready templates: a shared one by name, a tenant's
+	// as TENANT_ID/name.
+	Templates []string `json:"templates,omitempty"`
 }
 
 // WorkerLoad counts what runs on a worker.

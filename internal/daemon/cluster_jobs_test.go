@@ -62,6 +62,11 @@ func TestClusterJobs(t *testing.T) {
 		return false
 	})
 
+	if l, err := hq.ListWorkers(ctx); err != nil || len(l.Workers) != 3 ||
+		!slices.ContainsFunc(l.Workers[0].Capabilities.Actions, func(a string) bool { return strings.HasPrefix(a, "html-pdf@") }) {
+		t.Errorf("workers through HQ = %+v, %v; want w1 advertising html-pdf", l, err)
+	}
+
 	t.Run("run", func(t *testing.T) {
 		j := runJob(t, hq, apitype.CreateJobRequest{Action: "html-pdf", Inputs: threePages()})
 		if j.Worker != "w1" && j.Worker != "w2" {

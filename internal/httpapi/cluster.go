@@ -485,7 +485,8 @@ func toAPIWorker(ws cluster.WorkerStatus, placed cluster.Load) apitype.Worker {
 		}
 		c := l.Capabilities
 		out.Capabilities = apitype.WorkerCapability{Runtimes: append([]string{}, c.Runtimes...), Browser: c.Browser,
-			MaxSandboxes: c.MaxSandboxes, MaxBrowserSessions: c.MaxBrowserSessions, Version: c.Version}
+			MaxSandboxes: c.MaxSandboxes, MaxBrowserSessions: c.MaxBrowserSessions, Version: c.Version,
+			Actions: c.Actions, Templates: c.Templates}
 		out.Load = apitype.WorkerLoad(l.Load)
 	}
 	return out

@@ -221,6 +221,8 @@ var apitypeDocs = map[string]string{
 	"Worker.tenant":                               "Tenant is the name of the one tenant it serves; \"\" for every tenant.",
 	"Worker.url":                                  "URL is where HQ reaches it (HQ's configuration, never the worker's word).",
 	"WorkerCapability":                            "WorkerCapability is what a worker advertises.",
+	"WorkerCapability.actions":                    "Actions are the sandbox job actions it would run now, as name@version.",
+	"WorkerCapability.templates":                  "Templates are its ready templates: a shared one by name, a tenant's as TENANT_ID/name.",
 	"WorkerList":                                  "WorkerList is GET /v1/workers's answer. Role is this daemon's: \"hq\", or \"single\" for berth serve alone (which has no workers).",
 	"WorkerLoad":                                  "WorkerLoad counts what runs on a worker.",
 	"WorkspaceRef":                                "WorkspaceRef names a file (or, for an output ending in \"/\", a directory) in a sandbox's workspace.",
