@@ -538,6 +538,7 @@ func (s *Service) Rescue(ctx context.Context, reachable func(worker string) bool
 	if err != nil {
 		return err
 	}
+	var queued []*Job // waiting longer than queuedGrace
 	for _, j := range open {
 		switch j.State {
 		case apitype.JobStarting, apitype.JobRunning:
@@ -551,23 +552,48 @@ func (s *Service) Rescue(ctx context.Context, reachable func(worker string) bool
 			}
 			s.log.Warn("requeued a lost worker's job", "job_id", j.ID, "worker", j.Worker, "attempt", j.Attempt)
 		default:
-			if time.Since(j.UpdatedAt) < queuedGrace {
-				continue
+			if time.Since(j.UpdatedAt) >= queuedGrace {
+				queued = append(queued, j)
 			}
-			if j.RiverID != 0 {
-				if rj, err := s.river.JobGet(ctx, j.RiverID); err == nil && !finalized(rj.State) {
-					continue
-				} else if err != nil && !errors.Is(err, river.ErrNotFound) {
-					return err
-				}
-			}
-			if err := s.requeue(ctx, j, j.RiverID, "queued again: its queue job was lost", ""); err != nil {
-				return err
-			}
-			s.log.Warn("queued a job whose queue job was lost", "job_id", j.ID)
 		}
 	}
+	live, err := s.liveQueueJobs(ctx, queued)
+	if err != nil {
+		return err
+	}
+	for _, j := range queued {
+		if j.RiverID != 0 && live[j.RiverID] {
+			continue
+		}
+		if err := s.requeue(ctx, j, j.RiverID, "queued again: its queue job was lost", ""); err != nil {
+			return err
+		}
+		s.log.Warn("queued a job whose queue job was lost", "job_id", j.ID)
+	}
 	return nil
+}
+
+// liveQueueJobs reports which of the jobs' River jobs exist and are not
+// finalized, a thousand at a time in one query each (a job may wait long
+// for capacity: Rescue looks at it every few seconds).
+func (s *Service) liveQueueJobs(ctx context.Context, js []*Job) (map[int64]bool, error) {
+	var ids []int64
+	for _, j := range js {
+		if j.RiverID != 0 {
+			ids = append(ids, j.RiverID)
+		}
+	}
+	live := map[int64]bool{}
+	for chunk := range slices.Chunk(ids, 1000) {
+		res, err := s.river.JobList(ctx, river.NewJobListParams().IDs(chunk...).First(len(chunk)))
+		if err != nil {
+			return nil, err
+		}
+		for _, rj := range res.Jobs {
+			live[rj.ID] = !finalized(rj.State)
+		}
+	}
+	return live, nil
 }
 
 func finalized(st rivertype.JobState) bool {
