@@ -448,19 +448,21 @@ func (s *Service) recover(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	live, err := s.liveQueueJobs(ctx, open)
+	if err != nil {
+		return err
+	}
 	for _, j := range open {
 		attempt := j.State == apitype.JobStarting || j.State == apitype.JobRunning
 		if c := s.cfg.Cluster; c != nil && ((attempt && (c.Worker == "" || j.Worker != c.Worker)) || (!attempt && c.Worker != "")) {
 			continue
 		}
+		if !attempt && j.RiverID != 0 && live[j.RiverID] {
+			continue // still queued in River
+		}
 		if j.SandboxID != "" && attempt {
 			if err := s.mgr.Delete(ctx, j.SandboxID); err != nil && !errcode.Is(err, errcode.NotFound) {
 				s.log.Warn("deleting an interrupted job's sandbox", "job_id", j.ID, "sandbox_id", j.SandboxID, "err", err)
-			}
-		}
-		if !attempt && j.RiverID != 0 {
-			if rj, err := s.river.JobGet(ctx, j.RiverID); err == nil && !finalized(rj.State) {
-				continue // still queued in River
 			}
 		}
 		msg := "queued again after a daemon restart"
