@@ -75,16 +75,17 @@ func TestParseWorker(t *testing.T) {
 	}
 }
 
-// TestPlace places on leases and placements in a real (SQLite) store.
-func TestPlace(t *testing.T) {
-	ctx := context.Background()
-	db, err := store.Open(ctx, filepath.Join(t.TempDir(), "c.db"))
+// newHQ is an HQ of the workers specs (serve --worker's form) over a new
+// SQLite store.
+func newHQ(t *testing.T, specs ...string) (*cluster.HQ, *store.DB) {
+	t.Helper()
+	db, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "c.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
+	t.Cleanup(func() { db.Close() })
 	var workers []cluster.WorkerConfig
-	for _, spec := range []string{"w1=http://127.0.0.1:1", "w2=http://127.0.0.1:2,tenant=acme", "w3=http://127.0.0.1:3", "w4=http://127.0.0.1:4", "w5=http://127.0.0.1:5"} {
+	for _, spec := range specs {
 		w, err := cluster.ParseWorker(spec)
 		if err != nil {
 			t.Fatal(err)
@@ -95,6 +96,15 @@ func TestPlace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(hq.Close)
+	return hq, db
+}
+
+// TestPlace places on leases and placements in a real (SQLite) store.
+func TestPlace(t *testing.T) {
+	ctx := context.Background()
+	hq, db := newHQ(t, "w1=http://127.0.0.1:1", "w2=http://127.0.0.1:2,tenant=acme", "w3=http://127.0.0.1:3",
+		"w4=http://127.0.0.1:4", "w5=http://127.0.0.1:5")
 	now := time.Now()
 	lease := func(id string, expires time.Time, tenant string, runtimes ...string) {
 		if err := db.RenewLease(ctx, &cluster.Lease{ID: id, Incarnation: "inc_" + id, StartedAt: now, HeartbeatAt: now, ExpiresAt: expires,
@@ -158,19 +168,7 @@ func TestPlace(t *testing.T) {
 // it, to any worker, which answers for it.
 func TestPlaceTemplate(t *testing.T) {
 	ctx := context.Background()
-	db, err := store.Open(ctx, filepath.Join(t.TempDir(), "c.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	var workers []cluster.WorkerConfig
-	for _, spec := range []string{"wa=http://127.0.0.1:1", "wb=http://127.0.0.1:2"} {
-		w, err := cluster.ParseWorker(spec)
-		if err != nil {
-			t.Fatal(err)
-		}
-		workers = append(workers, w)
-	}
+	hq, db := newHQ(t, "wa=http://127.0.0.1:1", "wb=http://127.0.0.1:2")
 	now := time.Now()
 	for id, tpls := range map[string][]string{"wa": {cluster.TemplateKey("ten_acme", "tools"), "shared"}, "wb": nil} {
 		if err := db.RenewLease(ctx, &cluster.Lease{ID: id, Incarnation: "inc_" + id, StartedAt: now, HeartbeatAt: now,
@@ -178,11 +176,6 @@ func TestPlaceTemplate(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	hq, err := cluster.NewHQ(cluster.HQConfig{Secret: []byte(cluster.NewSecret()), Workers: workers, Store: db})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer hq.Close()
 	placed := func(tenantID, template string) map[string]int {
 		on := map[string]int{}
 		for range 20 {

@@ -109,18 +109,17 @@ func perWorker(ws []cluster.WorkerStatus, fn func(cluster.WorkerStatus) error) m
 	return errs
 }
 
+// stateRank orders template states from the least advanced.
+var stateRank = map[string]int{apitype.TemplateFailed: 0, apitype.TemplateBuilding: 1, apitype.TemplateReady: 2}
+
 // mergeTemplate folds copy, worker's copy of a template, into t: the
 // least advanced state wins, and a failure says where.
 func mergeTemplate(t *apitype.Template, worker string, copy apitype.Template) {
-	rank := map[string]int{apitype.TemplateFailed: 0, apitype.TemplateBuilding: 1, apitype.TemplateReady: 2}
-	if t.Name == "" {
+	first := t.Name == ""
+	if first {
 		*t = copy
-		if copy.State == apitype.TemplateFailed {
-			t.Reason = "on worker " + worker + ": " + copy.Reason
-		}
-		return
 	}
-	if rank[copy.State] < rank[t.State] {
+	if first || stateRank[copy.State] < stateRank[t.State] {
 		t.State, t.Reason = copy.State, copy.Reason
 		if copy.State == apitype.TemplateFailed {
 			t.Reason = "on worker " + worker + ": " + copy.Reason
@@ -359,12 +358,7 @@ func (s *Server) hqBuildTemplate(w http.ResponseWriter, r *http.Request) {
 		return cluster.Call{Method: http.MethodPost, URI: "/v1/templates", RequestID: requestID(r),
 			ContentType: "application/json", Body: bytes.NewReader(body)}, nil
 	})
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	w.Header().Set("Location", "/v1/templates/"+t.Name)
-	wire.Encode(w, http.StatusAccepted, t)
+	s.answerTemplate(w, r, http.StatusAccepted, t, err)
 }
 
 func (s *Server) hqImportTemplate(w http.ResponseWriter, r *http.Request) {
@@ -388,12 +382,18 @@ func (s *Server) hqImportTemplate(w http.ResponseWriter, r *http.Request) {
 		return cluster.Call{Method: http.MethodPost, URI: r.URL.RequestURI(), RequestID: requestID(r),
 			ContentType: r.Header.Get("Content-Type"), Body: f}, nil
 	})
+	s.answerTemplate(w, r, http.StatusCreated, t, err)
+}
+
+// answerTemplate answers a new template (status, with its Location), or
+// err.
+func (s *Server) answerTemplate(w http.ResponseWriter, r *http.Request, status int, t apitype.Template, err error) {
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
 	w.Header().Set("Location", "/v1/templates/"+t.Name)
-	wire.Encode(w, http.StatusCreated, t)
+	wire.Encode(w, status, t)
 }
 
 func (s *Server) hqDeleteTemplate(w http.ResponseWriter, r *http.Request) {
