@@ -86,11 +86,15 @@ func runHQ(ctx context.Context, cfg Config, dataDir string, log *slog.Logger) er
 	jobSvc, err := jobs.New(jobs.Config{
 		DataDir: dataDir, ActionsDir: cfg.ActionsDir, Retention: cfg.JobRetention, Logger: log, RiverPool: pool,
 		Cluster: &jobs.Cluster{Route: func(ctx context.Context, tenantID, action string) (string, error) {
-			name := ""
-			if t, err := db.GetTenant(ctx, tenantID); err == nil {
-				name = t.Name
-			} else if !errcode.Is(err, errcode.NotFound) {
-				return "", err
+			name := "" // no tenant (Health for berth actions): the shared workers
+			if tenantID != "" {
+				t, err := db.GetTenant(ctx, tenantID)
+				if err != nil && !errcode.Is(err, errcode.NotFound) {
+					return "", err
+				}
+				if err == nil {
+					name = t.Name
+				}
 			}
 			dedicated, err := hq.JobRoute(ctx, name, action)
 			if !dedicated {
