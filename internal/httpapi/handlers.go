@@ -52,8 +52,8 @@ func (s *Server) handleSystem() http.Handler {
 				DefaultTimeoutMS: cfg.DefaultTimeout.Milliseconds(), MaxTimeoutMS: cfg.MaxTimeout.Milliseconds(),
 				MaxJSONBodyBytes: maxJSON, MaxDownloadBytes: agent.DefaultMaxDownload,
 				MaxListPageEntries: agent.MaxListLimit, ListPageEntriesDflt: agent.DefaultListLimit,
-				DefaultResources: apitype.Resources(sandbox.DefaultResources),
-				MaxResources:     apitype.Resources(sandbox.MaxResources),
+				DefaultResources: sandbox.DefaultResources.API(),
+				MaxResources:     sandbox.MaxResources.API(),
 			},
 		}
 		for _, rt := range m.Runtimes() {
@@ -139,7 +139,7 @@ func (s *Server) toAPISandbox(sb *sandbox.Sandbox) apitype.Sandbox {
 		out.EnvKeys = append(out.EnvKeys, k)
 	}
 	if sb.Resources != (sandbox.Resources{}) {
-		res := apitype.Resources(sb.Resources)
+		res := sb.Resources.API()
 		out.Resources = &res
 		out.Workspace = "/workspace" // as the sandbox sees it
 	}
@@ -158,7 +158,7 @@ func (s *Server) handleCreateSandbox() http.Handler {
 		spec := sandbox.CreateSpec{Tenant: s.tenantOf(r), Runtime: req.Runtime, Name: req.Name, Env: req.Env, Labels: req.Labels, Lazy: req.Lazy,
 			Template: req.Template}
 		if req.Resources != nil {
-			spec.Resources = sandbox.Resources(*req.Resources)
+			spec.Resources = sandbox.ResourcesFrom(*req.Resources)
 		}
 		if req.Idle != nil {
 			idle := sandbox.IdlePolicy(*req.Idle)

@@ -21,8 +21,9 @@ import (
 
 // Profile is a runtime profile: what a job's sandbox gets. The defaults
 // are the seed's: 2 CPUs, 4 GiB of memory, 1 GiB of /dev/shm, 4 GiB of
-// temporary storage (the workspace disk), a 300 s task timeout and a 360 s
-// hard deadline. Every job sandbox is a container: non-root, read-only
+// temporary storage (the workspace: a tmpfs, since a runtime is used once;
+// its pages count in the memory), a 300 s task timeout and a 360 s hard
+// deadline. Every job sandbox is a container: non-root, read-only
 // root, no capabilities, no new privileges, seccomp, no network.
 type Profile struct {
 	Name         string
@@ -35,7 +36,7 @@ type Profile struct {
 func DefaultProfile(name string) Profile {
 	return Profile{
 		Name:         name,
-		Resources:    sandbox.Resources{CPUs: 2, MemoryMB: 4096, Pids: 1024, DiskMB: 4096, ShmMB: 1024},
+		Resources:    sandbox.Resources{CPUs: 2, MemoryMB: 4096, Pids: 1024, DiskMB: 4096, ShmMB: 1024, Scratch: true},
 		Timeout:      300 * time.Second,
 		HardDeadline: 360 * time.Second,
 	}

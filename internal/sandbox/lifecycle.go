@@ -199,6 +199,9 @@ func (m *Manager) Hibernate(ctx context.Context, id string) error {
 	default:
 		return errcode.SandboxNotRunning.New("sandbox %s is %s", id, sb.State)
 	}
+	if sb.Resources.Scratch {
+		return errcode.New(errcode.Conflict, "sandbox %s keeps its workspace in memory (a job runtime); it cannot hibernate", id)
+	}
 	m.mu.Lock()
 	if c, ok := m.agents[id]; ok {
 		c.Close()

@@ -55,6 +55,22 @@ type Resources struct {
 	DiskMB   int64   `json:"disk_mb,omitempty"`
 	// ShmMB sizes /dev/shm (a tmpfs: it counts against memory).
 	ShmMB int64 `json:"shm_mb,omitempty"`
+	// Scratch puts the workspace in memory: a tmpfs of DiskMB whose pages
+	// count in the sandbox's memory, lost when the sandbox stops. For
+	// sandboxes Berth uses once and deletes (job runtimes): no disk image
+	// to make, loop-mount and detach for each. Never set from the API, and
+	// such a sandbox does not hibernate.
+	Scratch bool `json:"scratch,omitempty"`
+}
+
+// API returns r as the API shows it (Scratch is Berth's own).
+func (r Resources) API() apitype.Resources {
+	return apitype.Resources{CPUs: r.CPUs, MemoryMB: r.MemoryMB, Pids: r.Pids, DiskMB: r.DiskMB, ShmMB: r.ShmMB}
+}
+
+// ResourcesFrom returns the resources an API request asks for.
+func ResourcesFrom(a apitype.Resources) Resources {
+	return Resources{CPUs: a.CPUs, MemoryMB: a.MemoryMB, Pids: a.Pids, DiskMB: a.DiskMB, ShmMB: a.ShmMB}
 }
 
 // IdlePolicy says how long a sandbox may go unused (no API call touching

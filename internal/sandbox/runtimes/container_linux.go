@@ -189,7 +189,11 @@ func (r *Container) Start(ctx context.Context, sb *sandbox.Sandbox, l sandbox.La
 	if err := os.MkdirAll(cl.sock, 0o700); err != nil {
 		return 0, err
 	}
-	if err := mountWorkspaceDisk(l.Dir, l.Workspace, sb.Resources.DiskMB, sb.UID); err != nil {
+	mountWorkspace := mountWorkspaceDisk
+	if sb.Resources.Scratch {
+		mountWorkspace = mountScratchWorkspace
+	}
+	if err := mountWorkspace(l.Dir, l.Workspace, sb.Resources.DiskMB, sb.UID); err != nil {
 		return 0, fmt.Errorf("preparing the workspace disk: %w", err)
 	}
 	for _, d := range []string{l.Workspace, l.State, cl.sock} {
@@ -551,9 +555,12 @@ func (r *Container) Stop(ctx context.Context, sb *sandbox.Sandbox, l sandbox.Lay
 		}
 	}
 	// The workspace's loop device detaches itself once the last holder of
-	// its mount (under gVisor, the exiting gofer) lets go.
-	if err := waitLoopDetached(ctx, filepath.Join(cl.Dir, diskImage)); err != nil {
-		errs = append(errs, err)
+	// its mount (under gVisor, the exiting gofer) lets go. A scratch
+	// workspace has none.
+	if !sb.Resources.Scratch {
+		if err := waitLoopDetached(ctx, filepath.Join(cl.Dir, diskImage)); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if err := r.unpinNullNetNS(ctx); err != nil {
 		errs = append(errs, err)

@@ -53,6 +53,22 @@ func mountWorkspaceDisk(sandboxDir, dir string, sizeMB int64, uid int) error {
 	return nil
 }
 
+// mountScratchWorkspace mounts a tmpfs of sizeMB on dir, owned by uid, for
+// a sandbox whose workspace lives as long as it runs (Resources.Scratch).
+// Its pages are charged to the memory cgroup of the process that writes
+// them: the sandbox's. Its inodes are bounded as an ext4 workspace's of
+// the same size would be (one per 16 KiB).
+func mountScratchWorkspace(_, dir string, sizeMB int64, uid int) error {
+	if isMountPoint(dir) {
+		return nil
+	}
+	opts := fmt.Sprintf("size=%dm,nr_inodes=%d,mode=755,uid=%d,gid=%d", sizeMB, max(sizeMB*64, 1024), uid, uid)
+	if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
+		return fmt.Errorf("mounting the scratch workspace: %w", err)
+	}
+	return nil
+}
+
 // makeDiskImage writes an empty, sparse ext4 image: a few milliseconds
 // with lazy initialisation, and no space used until written.
 func makeDiskImage(img string, sizeMB int64) error {
