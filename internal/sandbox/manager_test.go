@@ -22,9 +22,14 @@ import (
 // process runtime, stopped (and every sandbox deleted) at cleanup.
 func newManager(t *testing.T, tweak func(*sandbox.Config)) *sandbox.Manager {
 	t.Helper()
+	return newManagerIn(t, testenv.ShortTempDir(t), tweak, runtimes.Process{})
+}
+
+// newManagerIn is newManager with the data directory dir and runtimes rts.
+func newManagerIn(t *testing.T, dir string, tweak func(*sandbox.Config), rts ...sandbox.Runtime) *sandbox.Manager {
+	t.Helper()
 	testenv.NeedLinux(t)
 	ctx := context.Background()
-	dir := testenv.ShortTempDir(t)
 	db, err := store.Open(ctx, filepath.Join(dir, "berth.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -34,7 +39,7 @@ func newManager(t *testing.T, tweak func(*sandbox.Config)) *sandbox.Manager {
 	if tweak != nil {
 		tweak(&cfg)
 	}
-	m := sandbox.NewManager(cfg, db, runtimes.Process{})
+	m := sandbox.NewManager(cfg, db, rts...)
 	if err := m.Start(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,6 @@ import (
 	"github.com/berthdev/berth/internal/errcode"
 	"github.com/berthdev/berth/internal/sandbox"
 	"github.com/berthdev/berth/internal/sandbox/runtimes"
-	"github.com/berthdev/berth/internal/store"
 	"github.com/berthdev/berth/internal/testenv"
 )
 
@@ -27,32 +26,11 @@ func TestScratchWorkspace(t *testing.T) {
 	testenv.NeedRuntime(t, "container")
 	ctx := context.Background()
 	dir := testenv.ShortTempDir(t)
-	db, err := store.Open(ctx, filepath.Join(dir, "berth.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctr := runtimes.NewContainer(runtimes.OCIConfig{DataDir: dir})
 	if err := ctr.Available(); err != nil {
 		t.Fatalf("the container runtime: %v", err)
 	}
-	m := sandbox.NewManager(sandbox.Config{DataDir: dir, AgentBinary: testenv.Binary(t), DefaultRuntime: "container",
-		UIDRegistry: testenv.UIDRegistry(t)}, db, runtimes.Process{}, ctr)
-	if err := m.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		all, _ := m.List(ctx)
-		for _, sb := range all {
-			if err := m.Delete(ctx, sb.ID); err != nil {
-				t.Errorf("deleting %s at cleanup: %v", sb.ID, err)
-			}
-		}
-		if err := m.Stop(ctx); err != nil {
-			t.Errorf("Stop: %v", err)
-		}
-		db.Close()
-		testenv.CheckNoProcesses(t, dir)
-	})
+	m := newManagerIn(t, dir, func(c *sandbox.Config) { c.DefaultRuntime = "container" }, runtimes.Process{}, ctr)
 	sh := func(id, command string) string {
 		t.Helper()
 		rec, err := m.Exec(ctx, id, sandbox.ExecSpec{Command: command}, url.Values{"wait_ms": {"30000"}})
