@@ -178,6 +178,27 @@ func TestGotenbergRoutes(t *testing.T) {
 			}
 		}
 	})
+	t.Run("emulation", func(t *testing.T) {
+		probe := []gotFile{{"index.html", []byte(`<!doctype html><html><head><style>
+.p, .s { display: none } @media print { .p { display: block } } @media screen { .s { display: block } }</style></head>
+<body><p class="p">media print</p><p class="s">media screen</p><p id="ua"></p><p id="scheme"></p>
+<script>document.getElementById("ua").textContent = "agent " + navigator.userAgent;
+document.getElementById("scheme").textContent = "scheme " + (matchMedia("(prefers-color-scheme: dark)").matches ? "dark" : "light");</script>
+</body></html>`)}}
+		// The control: Chromium's own agent, the print media, a light scheme.
+		txt := pdfText(t, gotPost(t, d, "/forms/chromium/convert/html", probe, nil, nil).want200(t, "application/pdf", ""))
+		if !strings.Contains(txt, "media print") || strings.Contains(txt, "media screen") || !strings.Contains(txt, "HeadlessChrome") ||
+			!strings.Contains(txt, "scheme light") {
+			t.Errorf("without emulation the page reads:\n%s\nwant the print media, Chromium's agent, a light scheme", txt)
+		}
+		txt = pdfText(t, gotPost(t, d, "/forms/chromium/convert/html", probe, map[string]string{"userAgent": "BerthProbe/1.0",
+			"emulatedMediaType": "screen", "emulatedMediaFeatures": `[{"name":"prefers-color-scheme","value":"dark"}]`}, nil).
+			want200(t, "application/pdf", ""))
+		if !strings.Contains(txt, "media screen") || strings.Contains(txt, "media print") || !strings.Contains(txt, "agent BerthProbe/1.0") ||
+			!strings.Contains(txt, "scheme dark") {
+			t.Errorf("with emulation the page reads:\n%s\nwant the screen media, agent BerthProbe/1.0, a dark scheme", txt)
+		}
+	})
 	t.Run("url of the sandbox's loopback refused", func(t *testing.T) {
 		// The url routes themselves are TestJobURL's, on a test internet.
 		a := gotPost(t, d, "/forms/chromium/convert/url", nil, map[string]string{"url": "http://127.0.0.1:7777/run"}, nil)
@@ -270,8 +291,16 @@ func TestGotenbergRoutes(t *testing.T) {
 		files := []gotFile{{"index.html", []byte(page)}}
 		gotPost(t, d, "/forms/chromium/convert/html", files, map[string]string{"paperWidth": "abc"}, nil).
 			wantPlain(t, http.StatusBadRequest, `^Invalid form data: form field 'paperWidth' is invalid \(got 'abc', resulting to strconv.ParseFloat: parsing "abc": invalid syntax\)$`)
-		gotPost(t, d, "/forms/chromium/convert/html", files, map[string]string{"omitBackground": "true"}, nil).
+		gotPost(t, d, "/forms/chromium/screenshot/html", files, map[string]string{"omitBackground": "true"}, nil).
 			wantPlain(t, http.StatusBadRequest, `form field 'omitBackground' is invalid \(got 'true', resulting to Berth does not support it`)
+		gotPost(t, d, "/forms/chromium/convert/html", files, map[string]string{"cookies": `[{"name":"a","value":"b","domain":"x"}]`}, nil).
+			wantPlain(t, http.StatusBadRequest, `form field 'cookies' is invalid \(got '.*', resulting to Berth does not support it`)
+		gotPost(t, d, "/forms/chromium/convert/html", files, map[string]string{"emulatedMediaType": "tv"}, nil).
+			wantPlain(t, http.StatusBadRequest, `^Invalid form data: form field 'emulatedMediaType' is invalid \(got 'tv', resulting to wrong value, expected either 'screen', 'print' or empty\)$`)
+		gotPost(t, d, "/forms/chromium/convert/html", files, map[string]string{"emulatedMediaFeatures": `{"name":"x"}`}, nil).
+			wantPlain(t, http.StatusBadRequest, `^Invalid form data: form field 'emulatedMediaFeatures' is invalid \(got '.*', resulting to unmarshal emulatedMediaFeatures: `)
+		gotPost(t, d, "/forms/chromium/convert/html", files, map[string]string{"emulatedMediaFeatures": `[{"name":"prefers-color-scheme","value":"dark;x"}]`}, nil).
+			wantPlain(t, http.StatusBadRequest, `^Invalid form data: .*emulated_media_features.*CSS keywords`)
 		gotPost(t, d, "/forms/chromium/convert/html", []gotFile{{"page.html", []byte(page)}}, nil, nil).
 			wantPlain(t, http.StatusBadRequest, `^Invalid form data: form file 'index.html' is required$`)
 		gotPost(t, d, "/forms/chromium/convert/html", files, map[string]string{"scale": "9"}, nil).
@@ -283,7 +312,7 @@ func TestGotenbergRoutes(t *testing.T) {
 		gotPost(t, d, "/forms/chromium/convert/html", files, map[string]string{"userAgent": strings.Repeat("a", 1<<20+1)}, nil).
 			wantPlain(t, http.StatusBadRequest, `^Invalid form data: form field 'userAgent' is more than 1 MiB`)
 		gotPost(t, d, "/forms/chromium/convert/html", files, map[string]string{"userAgent": strings.Repeat("a", 1<<20)}, nil).
-			wantPlain(t, http.StatusBadRequest, `form field 'userAgent' is invalid`)
+			wantPlain(t, http.StatusBadRequest, `^Invalid form data: .*user_agent.*at most 512 bytes`)
 	})
 	t.Run("health and jobs", func(t *testing.T) {
 		resp, err := http.Get(d.URL + "/health")

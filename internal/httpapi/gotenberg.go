@@ -433,13 +433,32 @@ func (s *Server) chromiumJob(ctx context.Context, f *gotForm, route gotenbergRou
 	if v := f.fields["waitForExpression"]; v != "" {
 		j.options["wait_for_expression"] = v
 	}
-	f.unsupported("omitBackground", "pages keep their background", "false")
-	f.unsupported("userAgent", "pages load with Chromium's own")
+	// Chromium's headless shell paints its default white background
+	// whatever Emulation.setDefaultBackgroundColorOverride says, and
+	// takes no --default-background-color beside its DevTools pipe.
+	f.unsupported("omitBackground", "pages keep Chromium's white background", "false")
+	if v := f.fields["userAgent"]; v != "" {
+		j.options["user_agent"] = v
+	}
+	switch v := f.fields["emulatedMediaType"]; v {
+	case "":
+	case "print", "screen":
+		j.options["emulated_media_type"] = v
+	default:
+		f.problems = append(f.problems, fieldInvalid("emulatedMediaType", v, "wrong value, expected either 'screen', 'print' or empty"))
+	}
+	if v := f.fields["emulatedMediaFeatures"]; v != "" {
+		var features []jobspec.MediaFeature
+		if err := json.Unmarshal([]byte(v), &features); err != nil {
+			f.problems = append(f.problems, fieldInvalid("emulatedMediaFeatures", v, "unmarshal emulatedMediaFeatures: "+err.Error()))
+		} else if len(features) > 0 {
+			j.options["emulated_media_features"] = features
+		}
+	}
 	f.unsupported("cookies", "not yet", "[]")
 	f.unsupported("extraHttpHeaders", "not yet", "{}")
 	f.unsupported("failOnResourceHttpStatusCodes", "not yet", "[]")
 	f.unsupported("failOnResourceLoadingFailed", "not yet", "false")
-	f.unsupported("emulatedMediaFeatures", "not yet", "[]")
 
 	if shot {
 		j.options["width"] = f.int("width", 800)
@@ -455,7 +474,6 @@ func (s *Server) chromiumJob(ctx context.Context, f *gotForm, route gotenbergRou
 		if q := f.int("quality", 100); q < 0 || q > 100 {
 			f.problems = append(f.problems, fieldInvalid("quality", f.fields["quality"], "value is not between 0 and 100"))
 		}
-		f.unsupported("emulatedMediaType", "screenshots use the screen media type", "screen")
 		return j, nil
 	}
 
@@ -487,7 +505,6 @@ func (s *Server) chromiumJob(ctx context.Context, f *gotForm, route gotenbergRou
 		j.options[hf.opt] = b
 	}
 	f.unsupported("singlePage", "print to paper sizes", "false")
-	f.unsupported("emulatedMediaType", "pages print with the print media type", "print")
 	f.unsupported("generateDocumentOutline", "not yet", "false")
 	f.unsupported("generateTaggedPdf", "not yet", "false")
 	f.unsupported("pdfa", "PDF/A comes from /forms/libreoffice/convert")

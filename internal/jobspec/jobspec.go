@@ -186,6 +186,17 @@ type Options struct {
 	// WaitForExpression is JavaScript the page evaluates until it is true.
 	WaitForExpression string `json:"wait_for_expression,omitempty"`
 
+	// Emulation (HTML actions), set before the page loads.
+	// UserAgent replaces Chromium's User-Agent (the header and
+	// navigator.userAgent).
+	UserAgent string `json:"user_agent,omitempty"`
+	// EmulatedMediaType is the CSS media type the page is laid out and
+	// rendered with: "print" (PDFs' default) or "screen" (screenshots').
+	EmulatedMediaType string `json:"emulated_media_type,omitempty"`
+	// EmulatedMediaFeatures are CSS media features the page sees, such as
+	// {"name": "prefers-color-scheme", "value": "dark"}.
+	EmulatedMediaFeatures []MediaFeature `json:"emulated_media_features,omitempty"`
+
 	// PDF export (office-pdf), as LibreOffice's PDF export filter takes
 	// it; Landscape and PageRanges above apply too.
 	PDFA                     string `json:"pdfa,omitempty"` // PDF/A-1b, PDF/A-2b or PDF/A-3b
@@ -222,6 +233,23 @@ type Options struct {
 	SplitUnify bool           `json:"split_unify,omitempty"`
 	Metadata   map[string]any `json:"metadata,omitempty"`
 }
+
+// MediaFeature is a CSS media feature and its value, as Chromium's
+// Emulation.setEmulatedMedia and Gotenberg's emulatedMediaFeatures take it.
+type MediaFeature struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+// Limits on the emulation options.
+const (
+	MaxUserAgentBytes = 512
+	MaxMediaFeatures  = 16
+)
+
+// mediaTokenRE is a media feature's name or value: CSS keywords and
+// numbers (prefers-color-scheme, dark, 2dppx).
+var mediaTokenRE = regexp.MustCompile(`^[a-z0-9][a-z0-9.-]{0,63}$`)
 
 // PDFAParts are the PDF/A parts office-pdf's pdfa option takes.
 var PDFAParts = []string{"PDF/A-1b", "PDF/A-2b", "PDF/A-3b"}
@@ -367,6 +395,9 @@ func (o *Options) Validate(base string) map[string]string {
 	only(html, "wait_network_idle", o.WaitNetworkIdle)
 	only(html, "wait_delay_ms", o.WaitDelayMS != 0)
 	only(html, "wait_for_expression", o.WaitForExpression != "")
+	only(html, "user_agent", o.UserAgent != "")
+	only(html, "emulated_media_type", o.EmulatedMediaType != "")
+	only(html, "emulated_media_features", o.EmulatedMediaFeatures != nil)
 	office := base == OfficePDF
 	only(office, "pdfa", o.PDFA != "")
 	only(office, "pdfua", o.PDFUA)
@@ -426,6 +457,21 @@ func (o *Options) Validate(base string) map[string]string {
 		"wait_for_selector": o.WaitForSelector} {
 		if len(v) > 1024 {
 			p["options."+field] = "at most 1024 bytes"
+		}
+	}
+	if len(o.UserAgent) > MaxUserAgentBytes || strings.ContainsFunc(o.UserAgent, func(r rune) bool { return r < ' ' || r == 0x7f }) {
+		p["options.user_agent"] = fmt.Sprintf("at most %d bytes, without control characters", MaxUserAgentBytes)
+	}
+	if o.EmulatedMediaType != "" && o.EmulatedMediaType != "print" && o.EmulatedMediaType != "screen" {
+		p["options.emulated_media_type"] = `must be "print" or "screen"`
+	}
+	if len(o.EmulatedMediaFeatures) > MaxMediaFeatures {
+		p["options.emulated_media_features"] = fmt.Sprintf("at most %d features", MaxMediaFeatures)
+	}
+	for i, f := range o.EmulatedMediaFeatures {
+		if !mediaTokenRE.MatchString(f.Name) || !mediaTokenRE.MatchString(f.Value) {
+			p[fmt.Sprintf("options.emulated_media_features[%d]", i)] = `name and value must be CSS keywords or numbers, such as {"name": "prefers-color-scheme", "value": "dark"}`
+			break
 		}
 	}
 	if o.Mode != "" && o.Mode != PPTXImage && o.Mode != PPTXEditable {

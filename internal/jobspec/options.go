@@ -76,6 +76,12 @@ var optionSpecs = []OptionSpec{
 		Description: "wait this long after loading (and the other waits) before rendering"}, Actions: htmlActions},
 	{ActionOption: apitype.ActionOption{Name: "wait_for_expression", Type: "string", MaxLength: 1024,
 		Description: "wait until this JavaScript expression is true in the page before rendering"}, Actions: htmlActions},
+	{ActionOption: apitype.ActionOption{Name: "user_agent", Type: "string", MaxLength: MaxUserAgentBytes,
+		Description: "the User-Agent the page is loaded with (the header and navigator.userAgent; default Chromium's)"}, Actions: htmlActions},
+	{ActionOption: apitype.ActionOption{Name: "emulated_media_type", Type: "string", Enum: []string{"print", "screen"},
+		Description: "the CSS media type the page is laid out and rendered with (default print for PDFs, screen for images)"}, Actions: htmlActions},
+	{ActionOption: apitype.ActionOption{Name: "emulated_media_features", Type: "array",
+		Description: `CSS media features the page sees, as [{"name": "prefers-color-scheme", "value": "dark"}] (at most 16)`}, Actions: htmlActions},
 	{ActionOption: apitype.ActionOption{Name: "markdown_template", Type: "boolean", Default: false,
 		Description: `the main HTML is a template: {{ toHTML "name.md" }} becomes that Markdown input as HTML (Gotenberg's markdown routes)`},
 		Actions: []string{HTMLPDF, HTMLPNG}},
@@ -145,6 +151,10 @@ func makeSchema(base string) json.RawMessage {
 		p := map[string]any{"type": o.Type, "description": o.Description}
 		if o.Type == "array" {
 			p["items"] = map[string]any{"type": "integer"}
+			if o.Name == "emulated_media_features" {
+				p["items"] = map[string]any{"type": "object", "required": []string{"name", "value"}, "additionalProperties": false,
+					"properties": map[string]any{"name": map[string]any{"type": "string"}, "value": map[string]any{"type": "string"}}}
+			}
 		}
 		if o.Default != nil {
 			p["default"] = o.Default

@@ -80,6 +80,8 @@ func sample(o jobspec.OptionSpec) any {
 		return true
 	case o.Type == "object":
 		return map[string]any{"Title": "x"}
+	case o.Name == "emulated_media_features":
+		return []jobspec.MediaFeature{{Name: "prefers-color-scheme", Value: "dark"}}
 	case o.Type == "array":
 		return []int{404}
 	case o.Name == "url":

@@ -272,16 +272,32 @@ func (p *pageRun) viewport() (w, h int64, dsf float64) {
 	return w, h, dsf
 }
 
-// emulate sets the viewport of the screenshot actions, before the page
-// loads, so that it lays out at that size.
+// emulate sets, before the page loads, the viewport of the screenshot
+// actions (so that it lays out at that size) and the job's emulation
+// options: user agent, media type and features.
 func (p *pageRun) emulate() error {
-	w, h, dsf := p.viewport()
-	if w == 0 {
-		return nil
+	o := p.j.opts
+	if w, h, dsf := p.viewport(); w != 0 {
+		if _, err := chromedp.Call(p.ctx, emulation.SetDeviceMetricsOverride, emulation.SetDeviceMetricsOverrideParams{
+			Width: w, Height: h, DeviceScaleFactor: dsf, ScreenWidth: w, ScreenHeight: h}); err != nil {
+			return err
+		}
 	}
-	_, err := chromedp.Call(p.ctx, emulation.SetDeviceMetricsOverride, emulation.SetDeviceMetricsOverrideParams{
-		Width: w, Height: h, DeviceScaleFactor: dsf, ScreenWidth: w, ScreenHeight: h})
-	return err
+	if o.UserAgent != "" {
+		if _, err := chromedp.Call(p.ctx, emulation.SetUserAgentOverride, emulation.SetUserAgentOverrideParams{UserAgent: o.UserAgent}); err != nil {
+			return err
+		}
+	}
+	if o.EmulatedMediaType != "" || len(o.EmulatedMediaFeatures) > 0 {
+		params := emulation.SetEmulatedMediaParams{Media: o.EmulatedMediaType}
+		for _, f := range o.EmulatedMediaFeatures {
+			params.Features = append(params.Features, &emulation.MediaFeature{Name: f.Name, Value: f.Value})
+		}
+		if _, err := chromedp.Call(p.ctx, emulation.SetEmulatedMedia, params); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // load navigates to the page and waits for its load event.
