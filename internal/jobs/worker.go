@@ -448,16 +448,24 @@ func (s *Service) recover(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	live, err := s.liveQueueJobs(ctx, open)
-	if err != nil {
-		return err
-	}
+	var mine, waiting []*Job // this node's to recover; those of them not in an attempt
 	for _, j := range open {
-		attempt := j.State == apitype.JobStarting || j.State == apitype.JobRunning
+		attempt := j.inAttempt()
 		if c := s.cfg.Cluster; c != nil && ((attempt && (c.Worker == "" || j.Worker != c.Worker)) || (!attempt && c.Worker != "")) {
 			continue
 		}
-		if !attempt && j.RiverID != 0 && live[j.RiverID] {
+		mine = append(mine, j)
+		if !attempt {
+			waiting = append(waiting, j)
+		}
+	}
+	live, err := s.liveQueueJobs(ctx, waiting)
+	if err != nil {
+		return err
+	}
+	for _, j := range mine {
+		attempt := j.inAttempt()
+		if !attempt && live[j.RiverID] {
 			continue // still queued in River
 		}
 		if j.SandboxID != "" && attempt {
@@ -482,8 +490,7 @@ func (s *Service) recover(ctx context.Context) error {
 // with lastWhy), or its queue job was lost. With fence set, only while
 // queue job fence still owns it.
 func (s *Service) requeue(ctx context.Context, j *Job, fence int64, msg, lastWhy string) error {
-	attempt := j.State == apitype.JobStarting || j.State == apitype.JobRunning
-	if attempt && j.Attempt >= j.MaxAttempts {
+	if j.inAttempt() && j.Attempt >= j.MaxAttempts {
 		_, err := s.change(ctx, j.ID, Change{From: []string{j.State}, RiverID: fence, To: apitype.JobFailed,
 			Error: &apitype.JobError{Code: string(errcode.Unavailable), Reason: "interrupted", Message: lastWhy, Retryable: true}})
 		return ignoreState(err)
@@ -564,7 +571,7 @@ func (s *Service) Rescue(ctx context.Context, reachable func(worker string) bool
 		return err
 	}
 	for _, j := range queued {
-		if j.RiverID != 0 && live[j.RiverID] {
+		if live[j.RiverID] {
 			continue
 		}
 		if err := s.requeue(ctx, j, j.RiverID, "queued again: its queue job was lost", ""); err != nil {
@@ -577,7 +584,8 @@ func (s *Service) Rescue(ctx context.Context, reachable func(worker string) bool
 
 // liveQueueJobs reports which of the jobs' River jobs exist and are not
 // finalized, a thousand at a time in one query each (a job may wait long
-// for capacity: Rescue looks at it every few seconds).
+// for capacity: Rescue looks at it every few seconds). A job without one
+// (RiverID 0) is never live.
 func (s *Service) liveQueueJobs(ctx context.Context, js []*Job) (map[int64]bool, error) {
 	var ids []int64
 	for _, j := range js {
@@ -596,6 +604,11 @@ func (s *Service) liveQueueJobs(ctx context.Context, js []*Job) (map[int64]bool,
 		}
 	}
 	return live, nil
+}
+
+// inAttempt reports whether an attempt of j was under way.
+func (j *Job) inAttempt() bool {
+	return j.State == apitype.JobStarting || j.State == apitype.JobRunning
 }
 
 func finalized(st rivertype.JobState) bool {
