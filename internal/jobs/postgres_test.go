@@ -18,6 +18,25 @@ import (
 
 func TestMain(m *testing.M) { testenv.PostgresMain(m) }
 
+// postgresStore opens the store and a pgx pool (River's) on a new
+// Postgres database, both closed at cleanup.
+func postgresStore(t *testing.T) (*store.DB, *pgxpool.Pool) {
+	t.Helper()
+	ctx := context.Background()
+	dsn := testenv.Postgres(t)
+	db, err := store.Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	pool, err := pgxpool.New(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return db, pool
+}
+
 // TestQueueOnPostgres: with a pgx pool (cfg.RiverPool), River keeps its
 // queue in the Postgres database through riverpgxv5. First two services
 // start on one new database at once (workers of a cluster): River's
@@ -27,17 +46,7 @@ func TestMain(m *testing.M) { testenv.PostgresMain(m) }
 func TestQueueOnPostgres(t *testing.T) {
 	testenv.OnePass(t)
 	ctx := context.Background()
-	dsn := testenv.Postgres(t)
-	db, err := store.Open(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	pool, err := pgxpool.New(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
+	db, pool := postgresStore(t)
 	agent := testenv.Binary(t)
 
 	// start starts a service on the database with no consumer (Workers

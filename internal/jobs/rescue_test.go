@@ -5,11 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/berthdev/berth/internal/apitype"
 	"github.com/berthdev/berth/internal/jobs"
-	"github.com/berthdev/berth/internal/store"
 	"github.com/berthdev/berth/internal/testenv"
 )
 
@@ -23,17 +20,7 @@ import (
 func TestRescue(t *testing.T) {
 	testenv.OnePass(t)
 	ctx := context.Background()
-	dsn := testenv.Postgres(t)
-	db, err := store.Open(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	pool, err := pgxpool.New(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
+	db, pool := postgresStore(t)
 	svc, err := jobs.New(jobs.Config{DataDir: testenv.ShortTempDir(t), RiverPool: pool, Cluster: &jobs.Cluster{
 		Route: func(context.Context, string, string) (string, error) { return "", nil }}}, db, nil, nil)
 	if err != nil {
