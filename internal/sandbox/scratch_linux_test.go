@@ -17,7 +17,7 @@ import (
 
 // TestScratchWorkspace runs the kind of sandbox a job runtime is
 // (Resources.Scratch) on the real container runtime: its workspace is a
-// tmpfs of its disk size, full past it (ENOSPC); no image file or loop
+// tmpfs of its disk size, full past it (ENOSPC, in bytes and in inodes); no image file or loop
 // device is made for it; it refuses to hibernate (its workspace would be
 // lost); its delete leaves no mount behind. The control is a sandbox of
 // the same size without Scratch: an ext4 image, which hibernates.
@@ -59,6 +59,10 @@ func TestScratchWorkspace(t *testing.T) {
 	}
 	if out := sh(scratch.ID, "dd if=/dev/zero of=/workspace/fill bs=1M count=100 2>&1; echo rc=$?"); !strings.Contains(out, "No space left on device") || strings.Contains(out, "rc=0") {
 		t.Errorf("filling a 64 MiB scratch workspace: %q, want ENOSPC", out)
+	}
+	// Inodes are bounded too: 64 per MiB, 4096 here (the root takes one).
+	if out := sh(scratch.ID, `rm /workspace/fill; i=0; while [ $i -lt 4200 ]; do true > /workspace/f$i || break; i=$((i+1)); done; echo $i`); !strings.HasPrefix(out, "4095\n") || !strings.Contains(out, "No space left on device") {
+		t.Errorf("files made in a 64 MiB scratch workspace: %q, want 4095 then ENOSPC (its inode bound)", out)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "sandboxes", scratch.ID, "workspace.img")); !os.IsNotExist(err) {
 		t.Errorf("a scratch sandbox has a workspace image: %v", err)
